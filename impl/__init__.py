@@ -1,0 +1,1 @@
+"""The threaded implementation of the queue contract (placeholder until issue 3 lands)."""

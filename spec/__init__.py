@@ -1,0 +1,77 @@
+"""The executable specification: the queue contract as a pure-function state machine.
+
+Immutable state in, ``(new state, result)`` out, time as an explicit argument. This is the one
+obviously-correct model that the threaded implementation (``impl``) is tested against, and the
+Python twin of the TLA+ spec in ``tla/Queue.tla``: the same actions under the same names.
+
+    >>> from spec import Config, initial, send, receive, delete
+    >>> s = initial(Config(capacity=1))
+    >>> s, ok = send(s, "a", "hello")
+    >>> s, d = receive(s, now=0.0, vt=30.0)
+    >>> d.id, d.attempt
+    ('a', 1)
+    >>> delete(s, d.receipt)[1]
+    True
+"""
+
+from spec.invariants import (
+    INVARIANTS,
+    STEP_INVARIANTS,
+    attempts_count,
+    capacity_bound,
+    fifo_visible,
+    ids_reserved,
+    one_live_receipt,
+    one_state,
+    step_violations,
+    violations,
+)
+from spec.state import TERMINAL, Config, Delivery, Msg, Receipt, State, Status, Time, initial
+from spec.transitions import (
+    can_send,
+    cancel,
+    change_visibility,
+    dead_letters_on_release,
+    delete,
+    due,
+    expire,
+    next_deadline,
+    receive,
+    release,
+    retry,
+    send,
+)
+
+__all__ = [
+    "INVARIANTS",
+    "STEP_INVARIANTS",
+    "TERMINAL",
+    "Config",
+    "Delivery",
+    "Msg",
+    "Receipt",
+    "State",
+    "Status",
+    "Time",
+    "attempts_count",
+    "can_send",
+    "cancel",
+    "capacity_bound",
+    "change_visibility",
+    "dead_letters_on_release",
+    "delete",
+    "due",
+    "expire",
+    "fifo_visible",
+    "ids_reserved",
+    "initial",
+    "next_deadline",
+    "one_live_receipt",
+    "one_state",
+    "receive",
+    "release",
+    "retry",
+    "send",
+    "step_violations",
+    "violations",
+]

@@ -1,0 +1,154 @@
+"""The values of the pure-function state machine: messages, receipts, deliveries, queue state.
+
+Everything here is an immutable, hashable value, so a whole reachable state space can be put in
+a set and two states can be compared with ``==``. Nothing here reads a clock, takes a lock or
+mutates anything: that is the point of the spec (see ``../shared/contract.md``, section 2).
+
+The state is deliberately redundant: each message carries its own ``status``, and the ordered
+tuples ``visible``, ``in_flight`` and ``dead`` say the same thing again, in order. The invariants
+in :mod:`spec.invariants` check that the two views agree, which is what catches a transition that
+updates one and forgets the other.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field, replace
+from typing import Final
+
+#: A point in time. The spec never reads a clock: every timed transition takes ``now``.
+Time = float
+
+
+class Status(enum.Enum):
+    """The five states of a message (contract section 1). The last three are terminal."""
+
+    VISIBLE = "VISIBLE"
+    IN_FLIGHT = "IN_FLIGHT"
+    DONE = "DONE"
+    CANCELLED = "CANCELLED"
+    DEAD = "DEAD"
+
+    @property
+    def terminal(self) -> bool:
+        return self in TERMINAL
+
+    @property
+    def active(self) -> bool:
+        """Active messages count against capacity: visible and in-flight ones."""
+        return self is Status.VISIBLE or self is Status.IN_FLIGHT
+
+
+TERMINAL: Final = frozenset({Status.DONE, Status.CANCELLED, Status.DEAD})
+
+
+@dataclass(frozen=True, slots=True)
+class Msg:
+    """One accepted message, whatever its state.
+
+    ``attempt`` counts deliveries so far (0 before the first). ``deadline`` is set only while the
+    message is ``IN_FLIGHT`` with a finite visibility timeout; ``None`` otherwise.
+    """
+
+    id: str
+    body: str
+    status: Status = Status.VISIBLE
+    attempt: int = 0
+    deadline: Time | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Receipt:
+    """Names one delivery: (queue, id, attempt). Live only while that delivery is in flight."""
+
+    queue: int
+    id: str
+    attempt: int
+
+
+@dataclass(frozen=True, slots=True)
+class Delivery:
+    """What ``receive`` hands out: the message as delivered, with a fresh receipt."""
+
+    id: str
+    body: str
+    attempt: int
+    receipt: Receipt
+
+
+@dataclass(frozen=True, slots=True)
+class Config:
+    """The fixed parameters of one queue.
+
+    ``capacity``: bound on *active* messages, ``None`` for unbounded, 0 accepts nothing.
+    ``max_receives``: a release of a message delivered this many times dead-letters it; ``None``
+    never dead-letters.
+    """
+
+    capacity: int | None = None
+    max_receives: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.capacity is not None and self.capacity < 0:
+            raise ValueError(f"capacity must be >= 0 or None, got {self.capacity!r}")
+        if self.max_receives is not None and self.max_receives < 1:
+            raise ValueError(f"max_receives must be >= 1 or None, got {self.max_receives!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class State:
+    """The whole state of one queue, as a value.
+
+    Fields:
+      ``messages``  every accepted message, sorted by id, so equal states are equal values
+                    whatever order the sends happened in;
+      ``visible``   ids of ``VISIBLE`` messages, head first, in the order they (re-)entered;
+      ``in_flight`` ids of ``IN_FLIGHT`` messages, in the order they were received (this order
+                    breaks ties between equal deadlines when the sweeper expires them);
+      ``dead``      ids of ``DEAD`` messages, in the order they died;
+      ``queue``     which queue this is, so a receipt from another queue never matches.
+    """
+
+    config: Config = field(default_factory=Config)
+    messages: tuple[Msg, ...] = ()
+    visible: tuple[str, ...] = ()
+    in_flight: tuple[str, ...] = ()
+    dead: tuple[str, ...] = ()
+    queue: int = 0
+
+    # -- read-only helpers: lookups, never updates ------------------------------------------
+
+    def get(self, id: str) -> Msg | None:
+        """The message with this id, or ``None`` if the id was never accepted."""
+        for m in self.messages:
+            if m.id == id:
+                return m
+        return None
+
+    def ids(self) -> frozenset[str]:
+        return frozenset(m.id for m in self.messages)
+
+    def count(self, status: Status) -> int:
+        return sum(1 for m in self.messages if m.status is status)
+
+    @property
+    def active(self) -> int:
+        """Visible plus in-flight: what capacity bounds."""
+        return sum(1 for m in self.messages if m.status.active)
+
+    def is_live(self, receipt: Receipt) -> bool:
+        """A receipt is live iff its message is in flight with exactly that attempt, here."""
+        if receipt.queue != self.queue:
+            return False
+        m = self.get(receipt.id)
+        return m is not None and m.status is Status.IN_FLIGHT and m.attempt == receipt.attempt
+
+    def with_msg(self, msg: Msg) -> State:
+        """A copy with ``msg`` put in place of the message with the same id (or added)."""
+        others = tuple(m for m in self.messages if m.id != msg.id)
+        return replace(self, messages=tuple(sorted((*others, msg), key=lambda m: m.id)))
+
+
+def initial(config: Config | None = None, queue: int = 0) -> State:
+    """The empty queue."""
+    return State(config=config if config is not None else Config(), queue=queue)

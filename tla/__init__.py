@@ -1,0 +1,1 @@
+"""The TLA+ specifications and the TLC runner (``python -m tla``)."""
