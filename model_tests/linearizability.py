@@ -1,0 +1,795 @@
+"""A linearizability checker for concurrent histories of the queue, against the spec.
+
+A *history* is what concurrent threads did to one queue: for each operation, the thread, the
+operation with its arguments and its result, and two timestamps, taken when it was called and
+when it returned. The timestamps come from one shared monotonic counter (see
+:class:`HistoryRecorder`), not from a clock, so the recording does not depend on timing.
+
+The history is *linearizable* iff the operations can be put in one sequential order that
+
+* respects real time: if ``a`` returned before ``b`` was called, ``a`` comes first; and
+* gives every operation its recorded result when the order is run on the spec
+  (:mod:`spec.transitions`), from a given initial state.
+
+:func:`check` decides this with Wing & Gong's backtracking search: repeatedly pick an operation
+that may go next (no other unplaced operation returned before it was called), run it on the
+spec, keep it if the result matches, backtrack otherwise. Lowe's memoisation makes it usable:
+a search node is the *set* of operations placed so far (a bitset) plus the spec state, and a node
+seen before is never searched again, since what can follow depends only on those two. This is
+the algorithm the Porcupine checker uses; the code here is written from its description.
+
+The answer is a value: :class:`Linearizable` with one witness order, :class:`NotLinearizable`
+with the smallest failing window and how far the search got in it, or :class:`Unknown` when the
+stated budget (steps or seconds) ran out. :func:`format_history` draws a history and its verdict
+as an ASCII timeline, one row per thread.
+
+Time: the checker's state is the spec state plus a clock (:class:`ModelState`). Operations that
+need ``now`` read that clock, and only ``advance(dt)`` moves it. This fits concurrent runs on a
+frozen fake clock: every operation reads the same ``now`` while the threads run; the clock is
+moved by a recorded ``advance`` (usually from the main thread, between or during phases).
+Expiry happens where a recorded ``expire`` (``Queue.sweep``) runs or, with ``sweeper=True``,
+also at any moment after a deadline has passed, as a background sweeper thread may do it.
+"""
+
+from __future__ import annotations
+
+import math
+import queue as stdlib_queue
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Final, ParamSpec, TypeVar
+
+from spec.state import Config, Receipt, State, Time, initial
+from spec.transitions import (
+    cancel,
+    change_visibility,
+    delete,
+    due,
+    expire,
+    receive,
+    release,
+    retry,
+    send,
+)
+
+# =============================================================================================
+# Operations and the step function
+# =============================================================================================
+
+#: Operation name -> the model arguments it takes, and what its result is.
+SIGNATURES: Final[Mapping[str, str]] = {
+    "send": "(id, body) -> bool",
+    "receive": "(vt) -> (id, body, attempt) | None",
+    "delete": "(id, attempt) -> bool",
+    "retry": "(id, attempt) -> bool",
+    "change_visibility": "(id, attempt, timeout) -> bool",
+    "cancel": "(id) -> bool",
+    "expire": "() -> tuple of released ids, or None when not observed",
+    "advance": "(dt) -> None",
+}
+_ARITY: Final[Mapping[str, int]] = {
+    "send": 2,
+    "receive": 1,
+    "delete": 2,
+    "retry": 2,
+    "change_visibility": 3,
+    "cancel": 1,
+    "expire": 0,
+    "advance": 1,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Operation:
+    """One call on the queue as the checker sees it: name, model arguments, recorded result.
+
+    The names and arguments (see :data:`SIGNATURES`) are the spec's, with a receipt written as
+    ``(id, attempt)`` and a delivery as ``(id, body, attempt)``. ``receive``, ``change_visibility``
+    and ``expire`` read the checker's clock; ``advance(dt)`` moves it. An ``expire`` whose result
+    is ``None`` accepts whatever the spec releases (``Queue.sweep`` returns nothing to compare).
+    """
+
+    name: str
+    args: tuple[object, ...] = ()
+    result: object = None
+
+    def __str__(self) -> str:
+        return f"{self.name}({', '.join(map(repr, self.args))}) -> {self.result!r}"
+
+
+@dataclass(frozen=True, slots=True)
+class ModelState:
+    """What the checker runs operations on: the spec's queue state and the clock."""
+
+    queue: State
+    now: Time = 0.0
+
+
+def initial_state(config: Config | None = None, now: Time = 0.0) -> ModelState:
+    """The empty queue with ``config``, with the clock at ``now``."""
+    return ModelState(queue=initial(config), now=now)
+
+
+def _number(name: str, value: object, *, optional: bool = False) -> None:
+    if optional and value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError(f"{name} must be a number, got {value!r}")
+    if math.isnan(value) or math.isinf(value) or value < 0:
+        raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
+
+
+def _text(name: str, value: object) -> None:
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be a str, got {value!r}")
+
+
+def _integer(name: str, value: object) -> None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an int, got {value!r}")
+
+
+def validate_operation(op: Operation) -> None:
+    """Raise ``TypeError``/``ValueError`` naming the bad part unless ``op`` is well formed."""
+    if not isinstance(op, Operation):
+        raise TypeError(f"op must be an Operation, got {op!r}")
+    if op.name not in _ARITY:
+        raise ValueError(f"op.name must be one of {sorted(_ARITY)}, got {op.name!r}")
+    if not isinstance(op.args, tuple) or len(op.args) != _ARITY[op.name]:
+        raise TypeError(f"op.args of {op.name} must be a tuple {SIGNATURES[op.name]}: {op.args!r}")
+    a = op.args
+    if op.name in ("send", "delete", "retry", "change_visibility", "cancel"):
+        _text(f"{op.name} id", a[0])
+    if op.name == "send":
+        _text("send body", a[1])
+    if op.name in ("delete", "retry", "change_visibility"):
+        _integer(f"{op.name} attempt", a[1])
+    if op.name == "receive":
+        _number("receive vt", a[0], optional=True)
+    elif op.name == "change_visibility":
+        _number("change_visibility timeout", a[2])
+    elif op.name == "advance":
+        _number("advance dt", a[0])
+
+
+def apply(state: ModelState, op: Operation) -> tuple[ModelState, object]:
+    """Run ``op`` on the spec: the state after it and the result the spec gives.
+
+    ``op.result`` is ignored here; compare with :func:`result_matches`. The mapping is one spec
+    transition per operation, with the checker's clock as ``now``.
+    """
+    q, now, a = state.queue, state.now, op.args
+    match op.name:
+        case "send":
+            q2, accepted = send(q, str(a[0]), str(a[1]))
+            return ModelState(q2, now), accepted
+        case "receive":
+            vt = a[0]
+            assert vt is None or isinstance(vt, int | float)
+            q2, d = receive(q, now, vt)
+            return ModelState(q2, now), None if d is None else (d.id, d.body, d.attempt)
+        case "delete" | "retry":
+            step = delete if op.name == "delete" else retry
+            assert isinstance(a[1], int)
+            q2, ok = step(q, Receipt(queue=q.queue, id=str(a[0]), attempt=a[1]))
+            return ModelState(q2, now), ok
+        case "change_visibility":
+            assert isinstance(a[1], int) and isinstance(a[2], int | float)
+            receipt = Receipt(queue=q.queue, id=str(a[0]), attempt=a[1])
+            q2, ok = change_visibility(q, receipt, a[2], now)
+            return ModelState(q2, now), ok
+        case "cancel":
+            q2, ok = cancel(q, str(a[0]))
+            return ModelState(q2, now), ok
+        case "expire":
+            q2, released = expire(q, now)
+            return ModelState(q2, now), released
+        case "advance":
+            assert isinstance(a[0], int | float)
+            return ModelState(q, now + a[0]), None
+    raise ValueError(f"op.name must be one of {sorted(_ARITY)}, got {op.name!r}")
+
+
+def result_matches(op: Operation, model_result: object) -> bool:
+    """Whether the recorded ``op.result`` is what the spec gave (``expire`` ``None``: anything)."""
+    if op.name == "expire" and op.result is None:
+        return True
+    return type(op.result) is type(model_result) and op.result == model_result
+
+
+# =============================================================================================
+# Histories and verdicts
+# =============================================================================================
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One operation of a history: who ran it, what it was, and when it was called and returned.
+
+    ``ret`` is ``None`` for an operation that never returned (still blocked, or its thread
+    died): it may or may not have taken effect, and its result is not compared.
+    """
+
+    thread: str
+    op: Operation
+    call: float
+    ret: float | None
+
+    def __str__(self) -> str:
+        result = "?" if self.ret is None else repr(self.op.result)
+        args = ", ".join(map(repr, self.op.args))
+        return f"{self.thread}: {self.op.name}({args}) -> {result}"
+
+
+@dataclass(frozen=True, slots=True)
+class SweeperStep:
+    """A release that no recorded operation made: the background sweeper expired ``id``."""
+
+    id: str
+
+    def __str__(self) -> str:
+        return f"sweeper: expire -> ({self.id!r},)"
+
+
+#: One element of a linearization: a recorded operation, or a background sweeper release.
+Step = Entry | SweeperStep
+
+
+@dataclass(frozen=True, slots=True)
+class Linearizable:
+    """The history is linearizable; ``order`` is one sequential order that explains it."""
+
+    order: tuple[Step, ...]
+    steps: int
+
+    def __bool__(self) -> bool:
+        return True
+
+
+@dataclass(frozen=True, slots=True)
+class Mismatch:
+    """``entry`` could go next in time, but there the spec gives ``expected``, not its result."""
+
+    entry: Entry
+    expected: object
+
+
+@dataclass(frozen=True, slots=True)
+class NotLinearizable:
+    """No sequential order explains the history. What to read, smallest first:
+
+    ``culprit``  the operation whose return first makes the history unexplainable: the history
+                 cut just after it returned (the *window*) already fails, and every earlier cut
+                 has an explanation (or could not be decided within the budget);
+    ``window``   every operation called before that cut, in history order; those that had not
+                 returned by then (``ret`` > the cut's time) count as pending in the window;
+    ``longest``  the longest order of window operations the search could make agree with the
+                 spec;
+    ``stuck``    every operation that could go next after ``longest``, with what the spec gives
+                 there instead of its recorded result.
+    """
+
+    culprit: Entry
+    window: tuple[Entry, ...]
+    longest: tuple[Step, ...]
+    stuck: tuple[Mismatch, ...]
+    steps: int
+
+    def __bool__(self) -> bool:
+        return False
+
+
+@dataclass(frozen=True, slots=True)
+class Unknown:
+    """The budget ran out before the search could decide (``reason`` says which)."""
+
+    reason: str
+    steps: int
+
+    def __bool__(self) -> bool:
+        return False
+
+
+Verdict = Linearizable | NotLinearizable | Unknown
+
+
+def validate_history(history: Sequence[Entry]) -> None:
+    """Raise ``TypeError``/``ValueError`` naming the first bad entry of ``history``, if any."""
+    for i, e in enumerate(history):
+        if not isinstance(e, Entry):
+            raise TypeError(f"history[{i}] must be an Entry, got {e!r}")
+        try:
+            validate_operation(e.op)
+        except (TypeError, ValueError) as exc:
+            raise type(exc)(f"history[{i}]: {exc}") from None
+        if not isinstance(e.thread, str):
+            raise TypeError(f"history[{i}].thread must be a str, got {e.thread!r}")
+        _number(f"history[{i}].call", e.call)
+        if e.ret is not None:
+            _number(f"history[{i}].ret", e.ret)
+            if e.ret < e.call:
+                raise ValueError(f"history[{i}]: ret {e.ret!r} is before call {e.call!r}")
+
+
+# =============================================================================================
+# The search
+# =============================================================================================
+
+
+class _OutOfBudget(Exception):
+    pass
+
+
+class _Budget:
+    """Counts spec steps and reads a timer; raises ``_OutOfBudget`` once either limit is hit."""
+
+    def __init__(self, max_steps: int | None, max_seconds: float | None) -> None:
+        self.max_steps = max_steps
+        self.steps = 0
+        # The budget in seconds is wall time by nature; nothing else here reads a clock.
+        self.deadline = None if max_seconds is None else time.perf_counter() + max_seconds
+
+    def spend(self) -> None:
+        self.steps += 1
+        if self.max_steps is not None and self.steps > self.max_steps:
+            raise _OutOfBudget(f"step budget of {self.max_steps} spent")
+        # Read the timer only every 256 steps: it costs more than a spec step.
+        deadline = self.deadline
+        if deadline is not None and self.steps % 256 == 0 and time.perf_counter() > deadline:
+            raise _OutOfBudget("time budget spent")
+
+
+@dataclass(frozen=True, slots=True)
+class _Found:
+    order: tuple[int | SweeperStep, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class _Failed:
+    longest: tuple[int | SweeperStep, ...]
+    stuck: tuple[tuple[int, object], ...]
+
+
+def _search(
+    history: Sequence[Entry], init: ModelState, sweeper: bool, budget: _Budget
+) -> _Found | _Failed:
+    """Wing & Gong's search with Lowe's memo over ``(placed set, state)``; entries by index."""
+    n = len(history)
+    rets = [math.inf if e.ret is None else e.ret for e in history]
+    by_call = sorted(range(n), key=lambda i: history[i].call)
+    completed = sorted((i for i in range(n) if history[i].ret is not None), key=rets.__getitem__)
+    goal = sum(1 << i for i in completed)
+
+    # A child: the step taken, the placed set after it, the state after it.
+    Child = tuple[int | SweeperStep, int, ModelState]
+
+    def expand(placed: int, state: ModelState) -> tuple[list[Child], list[tuple[int, object]]]:
+        # An unplaced operation may go next iff no unplaced one returned before it was called.
+        bound = math.inf
+        for i in completed:
+            if not placed >> i & 1:
+                bound = rets[i]
+                break
+        children: list[Child] = []
+        mismatches: list[tuple[int, object]] = []
+        for i in by_call:
+            e = history[i]
+            if e.call > bound:
+                break
+            if placed >> i & 1:
+                continue
+            budget.spend()
+            after, result = apply(state, e.op)
+            if e.ret is None or result_matches(e.op, result):
+                children.append((i, placed | 1 << i, after))
+            else:
+                mismatches.append((i, result))
+        if sweeper:
+            ids = due(state.queue, state.now)
+            if ids:
+                budget.spend()
+                after_q = release(state.queue, ids[0])
+                children.append((SweeperStep(ids[0]), placed, ModelState(after_q, state.now)))
+        return children, mismatches
+
+    if goal == 0:
+        return _Found(())
+    seen: set[tuple[int, ModelState]] = {(0, init)}
+    path: list[int | SweeperStep] = []
+    kids, stuck = expand(0, init)
+    best: tuple[tuple[int | SweeperStep, ...], list[tuple[int, object]]] = ((), stuck)
+    # Each frame: its children and the index of the next one to try.
+    stack: list[tuple[list[Child], list[int]]] = [(kids, [0])]
+    while stack:
+        kids, cursor = stack[-1]
+        if cursor[0] == len(kids):
+            stack.pop()
+            if path:
+                path.pop()
+            continue
+        step, placed, state = kids[cursor[0]]
+        cursor[0] += 1
+        if (placed, state) in seen:
+            continue
+        seen.add((placed, state))
+        path.append(step)
+        if placed & goal == goal:
+            return _Found(tuple(path))
+        kids, stuck = expand(placed, state)
+        if len(path) > len(best[0]):
+            best = (tuple(path), stuck)
+        stack.append((kids, [0]))
+    return _Failed(best[0], tuple(best[1]))
+
+
+def _cut(history: Sequence[Entry], at: float) -> tuple[list[int], list[Entry]]:
+    """The history as seen at time ``at``: calls up to then, unreturned ones made pending."""
+    kept: list[int] = []
+    view: list[Entry] = []
+    for i, e in enumerate(history):
+        if e.call <= at:
+            kept.append(i)
+            returned = e.ret is not None and e.ret <= at
+            view.append(e if returned else Entry(e.thread, e.op, e.call, None))
+    return kept, view
+
+
+def check(
+    history: Sequence[Entry],
+    config: Config | None = None,
+    *,
+    start: ModelState | None = None,
+    sweeper: bool = False,
+    max_steps: int | None = 1_000_000,
+    max_seconds: float | None = None,
+) -> Verdict:
+    """Decide whether ``history`` is linearizable with respect to the spec.
+
+    The spec starts from ``start`` or else from the empty queue with ``config`` and the clock at
+    0. ``sweeper=True`` lets the spec release any due in-flight message at any moment (between
+    recorded operations), as a background sweeper thread may; by default expiry happens only
+    where a recorded ``expire`` runs.
+
+    Returns :class:`Linearizable`, :class:`NotLinearizable` (with the smallest failing window:
+    the earliest return after which the history cannot be explained, found by bisection, since
+    a history that can be explained up to a time can also be explained up to any earlier time),
+    or :class:`Unknown` when ``max_steps`` spec steps or ``max_seconds`` seconds are spent
+    (each bisection probe gets the same budget again). Raises ``TypeError``/``ValueError``
+    naming the bad argument before searching.
+    """
+    validate_history(history)
+    if config is not None and not isinstance(config, Config):
+        raise TypeError(f"config must be a spec Config, got {config!r}")
+    if start is not None and not isinstance(start, ModelState):
+        raise TypeError(f"start must be a ModelState, got {start!r}")
+    if config is not None and start is not None:
+        raise ValueError("give config or start, not both")
+    if max_steps is not None and max_steps < 0:
+        raise ValueError(f"max_steps must be >= 0 or None, got {max_steps!r}")
+    if max_seconds is not None:
+        _number("max_seconds", max_seconds)
+    init = start if start is not None else initial_state(config)
+
+    def run(entries: Sequence[Entry]) -> tuple[_Found | _Failed | str, int]:
+        budget = _Budget(max_steps, max_seconds)
+        try:
+            return _search(entries, init, sweeper, budget), budget.steps
+        except _OutOfBudget as exc:
+            return str(exc), budget.steps
+
+    outcome, steps = run(history)
+    if isinstance(outcome, str):
+        return Unknown(outcome, steps)
+    if isinstance(outcome, _Found):
+        order = tuple(s if isinstance(s, SweeperStep) else history[s] for s in outcome.order)
+        return Linearizable(order, steps)
+
+    # Bisect over return times for the earliest cut that already fails. A probe that runs out
+    # of budget proves nothing, so it counts as "passes": the window stays a proven failure.
+    # ``kept`` maps a probe's entry indices back to the history's.
+    rets = sorted({e.ret for e in history if e.ret is not None})
+    failed, kept, cut_time = outcome, list(range(len(history))), rets[-1]
+    lo, hi = 0, len(rets) - 1
+    while lo < hi:
+        mid = (lo + hi) // 2
+        probe_kept, view = _cut(history, rets[mid])
+        probe, spent = run(view)
+        steps += spent
+        if isinstance(probe, _Failed):
+            failed, kept, cut_time, hi = probe, probe_kept, rets[mid], mid
+        else:
+            lo = mid + 1
+
+    def original(s: int | SweeperStep) -> Step:
+        return s if isinstance(s, SweeperStep) else history[kept[s]]
+
+    return NotLinearizable(
+        culprit=next(e for e in history if e.ret == cut_time),
+        window=tuple(e for e in history if e.call <= cut_time),
+        longest=tuple(original(s) for s in failed.longest),
+        stuck=tuple(Mismatch(history[kept[i]], r) for i, r in failed.stuck),
+        steps=steps,
+    )
+
+
+# =============================================================================================
+# Recording histories
+# =============================================================================================
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+@dataclass(frozen=True, eq=False)
+class Call:
+    """One recorded call, raw: what :class:`HistoryRecorder` saw before any adapting.
+
+    ``value`` is what ``fn`` returned, ``error`` what it raised (both ``None`` while pending).
+    ``ret`` is ``None`` while the call has not returned.
+    """
+
+    thread: str
+    name: str
+    args: tuple[object, ...]
+    kwargs: Mapping[str, object]
+    call: int
+    ret: int | None = None
+    value: object = None
+    error: BaseException | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Raised:
+    """The result of a call that raised an exception no adapter rule maps to a spec result.
+
+    It never equals a spec result, so the checker reports the call instead of ignoring it.
+    """
+
+    type: str
+    message: str
+
+
+#: Turns a raw recorded call into the checker's operation.
+Adapter = Callable[[Call], Operation]
+
+
+@dataclass(frozen=True, slots=True)
+class QueueAdapter:
+    """The default :data:`Adapter`: maps ``impl.Queue`` / ``impl.JobQueue`` calls by duck typing.
+
+    ``visibility_timeout`` is the queue's default, used for a ``receive`` called without a
+    ``visibility_timeout=`` keyword; give the same value as the queue's constructor.
+
+    Call names are the operation names, plus ``sweep`` for ``expire``. Values: a delivery is
+    anything with ``.id``, ``.attempt`` and ``.body`` (or ``.payload``); a receipt anything with
+    ``.id`` and ``.attempt``, or the two positional arguments ``(id, attempt)`` of the job-queue
+    API. ``send`` returning an id (or ``True``) is accepted; raising ``queue.Full`` or a
+    ``DuplicateIdError`` is rejected (``False``). ``receive`` raising ``queue.Empty`` or
+    returning ``None`` is ``None``. Any other exception becomes a :class:`Raised` result.
+    """
+
+    visibility_timeout: float | None = 30.0
+
+    def __call__(self, c: Call) -> Operation:
+        name = "expire" if c.name == "sweep" else c.name
+        if name not in _ARITY:
+            raise ValueError(f"call name must be one of {sorted(_ARITY)} or 'sweep': {c.name!r}")
+        args = self._args(name, c)
+        if c.ret is None:
+            return Operation(name, args, None)
+        return Operation(name, args, self._result(name, c))
+
+    def _args(self, name: str, c: Call) -> tuple[object, ...]:
+        a = c.args
+        match name:
+            case "send":
+                if "id" in c.kwargs:  # Queue.send(body, *, id=...)
+                    return (c.kwargs["id"], a[0])
+                if len(a) == 2:  # JobQueue.enqueue(id, payload)
+                    return (a[0], a[1])
+                if isinstance(c.value, str):  # Queue.send(body) chose the id
+                    return (c.value, a[0])
+                raise ValueError(f"send: cannot tell the id of {c!r}")
+            case "receive":
+                vt = c.kwargs.get("visibility_timeout", self.visibility_timeout)
+                return (vt,)
+            case "delete" | "retry":
+                return _receipt(name, a)
+            case "change_visibility":
+                return (*_receipt(name, a[:-1]), a[-1])
+            case "cancel":
+                return (a[0],)
+            case "advance":
+                return (a[0],)
+        return ()
+
+    def _result(self, name: str, c: Call) -> object:
+        if c.error is not None:
+            exc = c.error
+            if name == "receive" and isinstance(exc, stdlib_queue.Empty):
+                return None
+            if name == "send" and (
+                isinstance(exc, stdlib_queue.Full)
+                or (isinstance(exc, ValueError) and type(exc).__name__ == "DuplicateIdError")
+            ):
+                return False
+            return Raised(type(exc).__name__, str(exc))
+        v = c.value
+        match name:
+            case "send":
+                return v is True or isinstance(v, str)
+            case "receive":
+                if v is None:
+                    return None
+                body = getattr(v, "body", None)
+                if body is None:
+                    body = getattr(v, "payload", None)
+                return (getattr(v, "id", None), body, getattr(v, "attempt", None))
+            case "expire" | "advance":
+                return None
+        return v
+
+
+def _receipt(name: str, args: tuple[object, ...]) -> tuple[object, object]:
+    if len(args) == 2:
+        return (args[0], args[1])
+    if len(args) == 1 and hasattr(args[0], "id") and hasattr(args[0], "attempt"):
+        return (getattr(args[0], "id"), getattr(args[0], "attempt"))  # noqa: B009
+    raise TypeError(f"{name}: expected a receipt (.id, .attempt) or (id, attempt), got {args!r}")
+
+
+class HistoryRecorder:
+    """Records concurrent calls on any object as a history; safe to share between threads.
+
+    ``rec.call("t1", "delete", q.delete, receipt)`` calls ``q.delete(receipt)`` and returns or
+    raises exactly what it does, recording the call with a sequence number taken just before
+    the call and another taken just after it returns or raises. Both come from one counter
+    under one lock, so if call ``a`` returned before call ``b`` started, ``a.ret < b.call``:
+    the real-time order the checker needs, without reading any clock. :meth:`history` turns
+    the records into :class:`Entry` values through the adapter (default :class:`QueueAdapter`).
+    """
+
+    def __init__(self, adapter: Adapter | None = None) -> None:
+        self._adapter: Adapter = adapter if adapter is not None else QueueAdapter()
+        self._lock = threading.Lock()
+        self._next = 0
+        self._calls: list[Call] = []
+
+    def call(
+        self, thread: str, name: str, fn: Callable[P, R], *args: P.args, **kwargs: P.kwargs
+    ) -> R:
+        """Call ``fn(*args, **kwargs)`` as operation ``name`` of ``thread``, and record it."""
+        if not isinstance(thread, str):
+            raise TypeError(f"thread must be a str, got {thread!r}")
+        if not isinstance(name, str):
+            raise TypeError(f"name must be a str, got {name!r}")
+        with self._lock:
+            self._next += 1
+            slot = len(self._calls)
+            started = Call(thread, name, tuple(args), dict(kwargs), self._next)
+            self._calls.append(started)
+        try:
+            value = fn(*args, **kwargs)
+        except BaseException as exc:
+            self._finish(slot, started, None, exc)
+            raise
+        self._finish(slot, started, value, None)
+        return value
+
+    def _finish(self, slot: int, c: Call, value: object, error: BaseException | None) -> None:
+        with self._lock:
+            self._next += 1
+            self._calls[slot] = Call(
+                c.thread, c.name, c.args, c.kwargs, c.call, self._next, value, error
+            )
+
+    def calls(self) -> list[Call]:
+        """The raw records so far, in call order (pending calls have ``ret`` ``None``)."""
+        with self._lock:
+            return list(self._calls)
+
+    def history(self) -> list[Entry]:
+        """The records so far as a history, in call order; calls still running are pending."""
+        return [Entry(c.thread, self._adapter(c), c.call, c.ret) for c in self.calls()]
+
+
+# =============================================================================================
+# Printing
+# =============================================================================================
+
+
+def _step_label(s: Step, number: Mapping[Entry, int]) -> str:
+    if isinstance(s, SweeperStep):
+        return f"sweep({s.id!r})"
+    return f"#{number[s]}" if s in number else f"({s})"  # drawn history may be a part
+
+
+def format_history(history: Sequence[Entry], verdict: Verdict | None = None) -> str:
+    """Draw ``history`` as an ASCII timeline, one row per thread, then a legend and the verdict.
+
+    Operations are numbered ``#1, #2, ...`` in history order; ``[#3---]`` spans from call to
+    return on a time axis that keeps only the order of the timestamps; ``>`` marks a call that
+    never returned. With a :class:`NotLinearizable` verdict the legend marks the culprit ``!``,
+    the rest of the window ``*``, and the window's still-running operations ``~``.
+    """
+    number = {e: i + 1 for i, e in reversed(list(enumerate(history)))}
+    times = sorted({e.call for e in history} | {e.ret for e in history if e.ret is not None})
+    col = {t: i for i, t in enumerate(times)}
+    w = max(4, len(str(len(history))) + 3)
+    end = (len(times) + 1) * w
+    threads = list(dict.fromkeys(e.thread for e in history))
+    name_w = max([len(t) for t in threads] + [6])
+
+    lines = [f"{'thread':<{name_w}} | time runs left to right (order of call/return only)"]
+    for t in threads:
+        # A thread runs one call at a time, but a hand-made history may overlap its own calls:
+        # those go on extra rows (lanes) under the thread's first one.
+        lanes: list[list[str]] = []
+        last: list[int] = []  # per lane: the last column drawn
+        for e in history:
+            if e.thread != t:
+                continue
+            a = col[e.call] * w
+            b = end - 1 if e.ret is None else col[e.ret] * w
+            lane = next((k for k in range(len(lanes)) if last[k] < a), len(lanes))
+            if lane == len(lanes):
+                lanes.append([" "] * end)
+                last.append(-1)
+            chars = lanes[lane]
+            chars[a] = "["
+            chars[a + 1 : b] = ["-"] * (b - a - 1)
+            chars[b] = ">" if e.ret is None else "]"
+            label = f"#{number[e]}"
+            if b - a - 1 >= len(label):
+                chars[a + 1 : a + 1 + len(label)] = list(label)
+            last[lane] = b
+        for k, chars in enumerate(lanes):
+            lines.append(f"{t if k == 0 else '':<{name_w}} | {''.join(chars).rstrip()}")
+
+    marks: dict[Entry, str] = {}
+    if isinstance(verdict, NotLinearizable):
+        cut = verdict.culprit.ret
+        for e in verdict.window:
+            pending = e.ret is None or (cut is not None and e.ret > cut)
+            marks[e] = "~" if pending else "*"
+        marks[verdict.culprit] = "!"
+    lines.append("")
+    for e in history:
+        lines.append(f"{marks.get(e, ' ')} {'#' + str(number[e]):>5}  {e}")
+    if verdict is not None:
+        lines.append("")
+        lines.extend(format_verdict(verdict, history))
+    return "\n".join(lines)
+
+
+def format_verdict(verdict: Verdict, history: Sequence[Entry]) -> list[str]:
+    """The verdict in words, one line per item, numbering operations as :func:`format_history`."""
+    number = {e: i + 1 for i, e in reversed(list(enumerate(history)))}
+    if isinstance(verdict, Unknown):
+        return [f"UNKNOWN: {verdict.reason} after {verdict.steps} spec steps."]
+    if isinstance(verdict, Linearizable):
+        order = " ".join(_step_label(s, number) for s in verdict.order)
+        return [f"LINEARIZABLE, for example in this order: {order or '(nothing to order)'}"]
+    c = verdict.culprit
+    out = [
+        f"NOT LINEARIZABLE. The smallest failing window ends when {_step_label(c, number)} "
+        "returns:",
+        f"no order of its {len(verdict.window)} operations (marked !, * and ~; ~ were still "
+        "running then, so may or may not have taken effect) gives the spec's results.",
+        "Longest order the spec agrees with: "
+        + (" ".join(_step_label(s, number) for s in verdict.longest) or "(none)"),
+        "After it, every operation that may go next gets another result from the spec:",
+    ]
+    for m in verdict.stuck:
+        out.append(
+            f"  {_step_label(m.entry, number)} {m.entry.thread}: {m.entry.op.name} returned "
+            f"{m.entry.op.result!r}, the spec gives {m.expected!r}"
+        )
+    return out
+
+
+def sequential(ops: Iterable[tuple[str, Operation]]) -> list[Entry]:
+    """A sequential history: ``(thread, op)`` pairs, each returning before the next is called."""
+    return [Entry(t, op, 2 * i, 2 * i + 1) for i, (t, op) in enumerate(ops)]
