@@ -1,0 +1,576 @@
+"""``python -m impl.demo``: watch at-least-once delivery happen, on the real clock, in a second.
+
+Producers send orders and one poison message to an :class:`impl.Queue` with a short visibility
+timeout; consumer threads process them. Four things happen, each by construction rather than by
+luck, and a timeline (relative time, thread, event) shows them as they happen:
+
+- **normal work**: workers receive, process and delete; a producer that finds the queue full
+  waits for room (receiving does not free capacity, deleting does);
+- **a crash**: a consumer receives a message and dies without deleting it; after the visibility
+  timeout the sweeper makes it visible again and a worker processes it;
+- **a lost race**: a slow consumer's work takes longer than the visibility timeout, so its
+  message is redelivered to a worker *while it is still working*. It finishes anyway, its late
+  delete returns ``False`` (its receipt went stale when the sweeper released the message) and the
+  message has been processed twice;
+- **a poison message**: every attempt to process it fails and is given back with ``retry``;
+  after ``max_receives`` deliveries the release dead-letters it.
+
+With ``--idempotent`` the consumers share a set of processed ids and apply a message's effect
+only if its id is not in it (an idempotent consumer keyed by message id): the duplicate is then
+detected and skipped, and the summary says "processed twice: 0 (1 duplicate skipped)".
+
+``time.sleep`` appears here only to *simulate work* (the slow consumer's processing and the
+workers' short jobs); every phase is coordinated with events, and the slow consumer finishes only
+after its message has been redelivered and deleted by another consumer, so the race is shown
+every time. The queue is always closed, even on Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import sys
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TextIO
+
+from impl.clock import MonotonicClock
+from impl.errors import Full, ShutDown
+from impl.message import Message
+from impl.queue import Queue
+
+#: The body of a message that no consumer can process.
+POISON = "poison"
+
+#: A bound on every wait for another thread, in real seconds: a bug ends the demo, not hangs it.
+PATIENCE = 10.0
+
+
+@dataclass(frozen=True)
+class DemoConfig:
+    """What the demo runs. The defaults finish in about a second."""
+
+    visibility_timeout: float = 0.3
+    max_receives: int = 3
+    capacity: int = 4
+    orders: int = 6
+    workers: int = 2
+    #: The slow consumer works this many visibility timeouts: > 1 makes it lose the race.
+    slow_factor: float = 2.5
+    idempotent: bool = False
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if not self.visibility_timeout > 0:
+            raise ValueError(f"visibility_timeout must be > 0, got {self.visibility_timeout!r}")
+        if self.max_receives < 1:
+            raise ValueError(f"max_receives must be >= 1, got {self.max_receives!r}")
+        if self.capacity < 3:
+            raise ValueError(f"capacity must be >= 3, got {self.capacity!r}")
+        if self.orders < 2:
+            raise ValueError(
+                f"orders must be >= 2 (one to crash on, one to be slow on), got {self.orders!r}"
+            )
+        if self.workers < 1:
+            raise ValueError(f"workers must be >= 1, got {self.workers!r}")
+        if not self.slow_factor > 1:
+            raise ValueError(f"slow_factor must be > 1, got {self.slow_factor!r}")
+
+
+@dataclass(frozen=True)
+class Summary:
+    """The facts of one run, counted from the consumers' records and the queue's own stats."""
+
+    sent: int
+    orders: int
+    #: Successful receives, first deliveries and redeliveries alike.
+    delivered: int
+    #: Deliveries with attempt > 1.
+    redelivered: int
+    #: Messages done (``q.stats().done``).
+    deleted: int
+    #: Deletes that returned ``False``: (id, attempt) of each.
+    late_deletes: tuple[tuple[str, int], ...]
+    #: The slow consumer's delivery (id, attempt) and what its delete returned.
+    slow_delivery: tuple[str, int]
+    slow_delete_result: bool
+    #: The crashed consumer's delivery (id, attempt).
+    crashed_delivery: tuple[str, int]
+    #: Dead letters as (id, attempt), in the order they died.
+    dead_letters: tuple[tuple[str, int], ...]
+    #: Ids whose effect was applied more than once.
+    processed_twice: tuple[str, ...]
+    duplicates_skipped: int
+    idempotent: bool
+    seconds: float
+
+    def lines(self) -> list[str]:
+        """The closing summary, one fact per line."""
+        skipped = self.duplicates_skipped
+        dup = f"processed twice: {len(self.processed_twice)}"
+        if self.idempotent:
+            dup += f" ({skipped} duplicate{'' if skipped == 1 else 's'} skipped)"
+        elif self.processed_twice:
+            dup += f" ({', '.join(self.processed_twice)}: the effect was applied twice)"
+        late = ", ".join(f"{i} attempt {a}" for i, a in self.late_deletes) or "none"
+        dead = ", ".join(f"{i} after {a} receives" for i, a in self.dead_letters) or "none"
+        sid, satt = self.slow_delivery
+        cid, catt = self.crashed_delivery
+        return [
+            f"sent: {self.sent} ({self.orders} orders, {self.sent - self.orders} poison)",
+            f"delivered: {self.delivered}",
+            f"redelivered: {self.redelivered}",
+            f"deleted: {self.deleted}",
+            f"late deletes returning False: {len(self.late_deletes)} ({late})",
+            f"slow consumer: {sid} attempt {satt}, its late delete returned "
+            f"{self.slow_delete_result}",
+            f"crashed consumer: {cid} attempt {catt}, never deleted, redelivered",
+            f"dead-lettered: {len(self.dead_letters)} ({dead})",
+            dup,
+            f"time: {self.seconds:.2f} s",
+        ]
+
+
+# -- the timeline -------------------------------------------------------------------------------
+
+_RESET = "\x1b[0m"
+_THREAD_COLOURS = {
+    "main": "\x1b[2m",  # dim
+    "producer": "\x1b[34m",  # blue
+    "worker": "\x1b[32m",  # green
+    "crasher": "\x1b[31m",  # red
+    "slow": "\x1b[35m",  # magenta
+}
+_KIND_COLOURS = {
+    "bad": "\x1b[1;31m",  # bold red: a late delete, a dead letter, a duplicate effect
+    "warn": "\x1b[33m",  # yellow: a redelivery, a full queue, a skipped duplicate
+    "good": "\x1b[1m",  # bold: the summary
+}
+
+
+def use_colour(flag: bool | None, stream: TextIO, environ: dict[str, str]) -> bool:
+    """``--color``/``--no-color`` if given; else colour iff ``stream`` is a tty and ``NO_COLOR``
+    is unset or empty (https://no-color.org)."""
+    if flag is not None:
+        return flag
+    return not environ.get("NO_COLOR") and stream.isatty()
+
+
+@dataclass(frozen=True)
+class Event:
+    """One line of the timeline: seconds since the start, the thread, what happened."""
+
+    t: float
+    thread: str
+    kind: str
+    text: str
+
+
+class Timeline:
+    """Prints events as they happen (unless quiet) and keeps them, in order, for tests."""
+
+    def __init__(self, out: TextIO, *, colour: bool, quiet: bool) -> None:
+        self._out = out
+        self._colour = colour
+        self._quiet = quiet
+        self._clock = MonotonicClock()
+        self._start = self._clock.now()
+        self._lock = threading.Lock()
+        self.events: list[Event] = []
+        #: Set when the reader went away (``| head``): the run goes on, printing nothing more.
+        self.broken = False
+
+    def elapsed(self) -> float:
+        return self._clock.now() - self._start
+
+    def log(self, text: str, kind: str = "") -> None:
+        """Record one event of the calling thread (named after its role)."""
+        with self._lock:
+            me = threading.current_thread()
+            name = "main" if me is threading.main_thread() else me.name
+            e = Event(self.elapsed(), name, kind, text)
+            self.events.append(e)
+            if not self._quiet:
+                self._write(self._format(e))
+
+    def _format(self, e: Event) -> str:
+        stamp, who = f"+{e.t:6.3f}s", f"{e.thread:<10}"
+        if not self._colour:
+            return f"{stamp}  {who}  {e.text}"
+        role = e.thread.rstrip("-0123456789")
+        who = f"{_THREAD_COLOURS.get(role, '')}{who}{_RESET}"
+        text = f"{_KIND_COLOURS[e.kind]}{e.text}{_RESET}" if e.kind in _KIND_COLOURS else e.text
+        return f"\x1b[2m{stamp}{_RESET}  {who}  {text}"
+
+    def heading(self, text: str) -> None:
+        """A line of the summary (printed even when quiet)."""
+        line = f"{_KIND_COLOURS['good']}{text}{_RESET}" if self._colour and text else text
+        with self._lock:
+            self._write(line)
+
+    def _write(self, line: str) -> None:
+        # Called with _lock held.
+        if self.broken:
+            return
+        try:
+            self._out.write(line + "\n")
+            self._out.flush()
+        except BrokenPipeError:
+            self.broken = True
+
+
+# -- the consumers' side: what was processed, and the idempotency store -------------------------
+
+
+class Ledger:
+    """The consumers' side effect (think: rows written to a database), shared by all consumers.
+
+    ``commit(id)`` applies a message's effect. An idempotent ledger keeps the set of processed
+    ids and, in the same atomic step, skips an id it has already seen: that check-and-record
+    being one step is what makes the consumer idempotent.
+    """
+
+    def __init__(self, idempotent: bool) -> None:
+        self.idempotent = idempotent
+        self._lock = threading.Lock()
+        self._applied: Counter[str] = Counter()
+        self._processed_ids: set[str] = set()
+        self.skipped = 0
+
+    def commit(self, id: str) -> bool:
+        """Apply the effect of message ``id``: ``True``, or ``False`` if skipped as a duplicate."""
+        with self._lock:
+            if self.idempotent:
+                if id in self._processed_ids:
+                    self.skipped += 1
+                    return False
+                self._processed_ids.add(id)
+            self._applied[id] += 1
+            return True
+
+    def twice(self) -> tuple[str, ...]:
+        with self._lock:
+            return tuple(sorted(i for i, n in self._applied.items() if n > 1))
+
+
+class Tally:
+    """What the consumers saw, and the events the phases of the demo wait for."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.delivered = 0
+        self.redelivered = 0
+        self.late_deletes: list[tuple[str, int]] = []
+        self._done_events: dict[str, threading.Event] = {}
+        #: Set when every sent message is done or dead.
+        self.settled = threading.Event()
+
+    def received(self, m: Message[str]) -> None:
+        with self._lock:
+            self.delivered += 1
+            self.redelivered += m.attempt > 1
+
+    def deleted(self, m: Message[str], ok: bool) -> None:
+        if ok:
+            self.done_event(m.id).set()
+        else:
+            with self._lock:
+                self.late_deletes.append((m.id, m.attempt))
+
+    def done_event(self, id: str) -> threading.Event:
+        """Set once message ``id`` has been deleted by some consumer."""
+        with self._lock:
+            return self._done_events.setdefault(id, threading.Event())
+
+
+# -- the demo -----------------------------------------------------------------------------------
+
+
+class Demo:
+    """One run: the queue, its producers and consumers, and the timeline."""
+
+    def __init__(self, config: DemoConfig, timeline: Timeline) -> None:
+        self.cfg = config
+        self.log = timeline.log
+        self.timeline = timeline
+        self.rng = random.Random(config.seed)
+        self.rng_lock = threading.Lock()
+        self.q: Queue[str] = Queue(
+            capacity=config.capacity,
+            visibility_timeout=config.visibility_timeout,
+            max_receives=config.max_receives,
+            clock=MonotonicClock(),
+        )
+        self.ledger = Ledger(config.idempotent)
+        self.tally = Tally()
+        self.ids = [f"order-{k}" for k in range(1, config.orders + 1)]
+        self.sent = 0
+        self.sent_lock = threading.Lock()
+        # Phase 1: the crasher and the slow consumer each hold one of the first two orders.
+        self.crasher_holds = threading.Event()
+        self.slow_holds = threading.Event()
+        # Phase 2 starts when main sets this: workers start, producers send the rest.
+        self.go = threading.Event()
+        self.crashed_delivery: tuple[str, int] = ("", 0)
+        self.slow_delivery: tuple[str, int] = ("", 0)
+        self.slow_delete_result = True
+        self.errors: list[BaseException] = []
+
+    # -- helpers ----------------------------------------------------------------------------
+
+    def work_time(self) -> float:
+        """How long a worker's ordinary job takes: a small fraction of the visibility timeout."""
+        with self.rng_lock:
+            return self.rng.uniform(0.02, 0.12) * self.cfg.visibility_timeout
+
+    def send(self, body: str, id: str) -> None:
+        """Send, showing the wait when the queue is full (capacity counts in-flight messages)."""
+        try:
+            self.q.send(body, id=id, block=False)
+        except Full:
+            stats = self.q.stats()
+            self.log(
+                f"queue full ({stats.visible} visible + {stats.in_flight} in flight = "
+                f"capacity {self.cfg.capacity}): {id} waits for room",
+                "warn",
+            )
+            self.q.send(body, id=id, timeout=PATIENCE)
+        with self.sent_lock:
+            self.sent += 1
+        self.log(f"send {id}")
+        self.check_settled()  # the last message may be settled before its sender counts it
+
+    def check_settled(self) -> None:
+        """Set ``settled`` once every sent message is done or dead (read from the queue)."""
+        s = self.q.stats()
+        with self.sent_lock:
+            total = len(self.ids) + 1
+            if self.sent == total and s.done + s.dead == total:
+                self.tally.settled.set()
+
+    def thread(self, name: str, target: Callable[[], None]) -> threading.Thread:
+        def run() -> None:
+            try:
+                target()
+            except BaseException as e:  # reported by main, never lost with the thread
+                self.errors.append(e)
+                self.log(f"error: {e!r}", "bad")
+
+        t = threading.Thread(target=run, name=name, daemon=True)
+        t.start()
+        return t
+
+    # -- the roles --------------------------------------------------------------------------
+
+    def producer_1(self) -> None:
+        for id in self.ids[:2]:
+            self.send(f"{id} body", id)
+        if not self.go.wait(PATIENCE):
+            raise TimeoutError("phase 2 never started")
+        for id in self.ids[2 : 2 + (len(self.ids) - 2) // 2]:
+            self.send(f"{id} body", id)
+
+    def producer_2(self) -> None:
+        if not self.go.wait(PATIENCE):
+            raise TimeoutError("phase 2 never started")
+        for id in self.ids[2 + (len(self.ids) - 2) // 2 :]:
+            self.send(f"{id} body", id)
+        self.send(POISON, "poison")
+
+    def crasher(self) -> None:
+        m = self.q.receive(timeout=PATIENCE)
+        self.tally.received(m)
+        self.crashed_delivery = (m.id, m.attempt)
+        self.log(
+            f"receive {m.id} (attempt {m.attempt}), then CRASH mid-processing: never deletes; "
+            f"{m.id} comes back after the {self.cfg.visibility_timeout:.2f}s visibility timeout",
+            "bad",
+        )
+        self.crasher_holds.set()
+
+    def slow(self) -> None:
+        vt = self.cfg.visibility_timeout
+        m = self.q.receive(timeout=PATIENCE)
+        self.tally.received(m)
+        self.slow_delivery = (m.id, m.attempt)
+        work = self.cfg.slow_factor * vt
+        self.log(
+            f"receive {m.id} (attempt {m.attempt}); starts {work:.2f}s of work, longer than "
+            f"its {vt:.2f}s visibility timeout"
+        )
+        self.slow_holds.set()
+        time.sleep(work)  # simulated work, not coordination
+        # By construction the slow consumer finishes after its message was redelivered and
+        # deleted by another consumer: this wait only guards against a heavily loaded machine.
+        if not self.tally.done_event(m.id).wait(PATIENCE):
+            raise TimeoutError(f"{m.id} was never redelivered")
+        self.log(f"finishes its work on {m.id} (attempt {m.attempt}) at last")
+        self.apply(m)
+        ok = self.q.delete(m.receipt)
+        self.slow_delete_result = ok
+        self.tally.deleted(m, ok)
+        self.log(
+            f"delete {m.id} attempt {m.attempt} -> {ok}: "
+            + (
+                "its receipt went stale when the sweeper released the message, so the late "
+                "delete is a no-op and cannot harm the redelivered copy"
+                if not ok
+                else "the delete won (the sweeper had not run yet)"
+            ),
+            "bad" if not ok else "",
+        )
+
+    def apply(self, m: Message[str]) -> None:
+        """Commit the effect of processing ``m``, noting a duplicate."""
+        if self.ledger.commit(m.id):
+            if self.ledger.idempotent or m.attempt == 1:
+                self.log(f"processed {m.id}")
+            else:
+                self.log(f"processed {m.id} (attempt {m.attempt})")
+            if m.id in self.ledger.twice():
+                self.log(f"{m.id} has now been processed TWICE", "bad")
+        else:
+            self.log(
+                f"{m.id} already processed (id in the processed-ids set): duplicate skipped", "warn"
+            )
+
+    def worker(self) -> None:
+        while True:
+            try:
+                m = self.q.receive()
+            except ShutDown:
+                return
+            self.tally.received(m)
+            again = f" (attempt {m.attempt}: a REDELIVERY)" if m.attempt > 1 else ""
+            self.log(f"receive {m.id}{again}", "warn" if again else "")
+            if m.body == POISON:
+                self.q.retry(m.receipt)
+                dead = any(d.id == m.id for d in self.q.dead_letters())
+                self.log(
+                    f"cannot process {m.id} (attempt {m.attempt} of max_receives "
+                    f"{self.cfg.max_receives}): retry -> "
+                    + ("DEAD-LETTERED" if dead else "back to the tail of the queue"),
+                    "bad" if dead else "",
+                )
+            else:
+                time.sleep(self.work_time())  # simulated work, not coordination
+                self.apply(m)
+                ok = self.q.delete(m.receipt)
+                self.tally.deleted(m, ok)
+                self.log(f"delete {m.id} attempt {m.attempt} -> {ok}", "" if ok else "bad")
+            self.check_settled()
+
+    # -- the run ----------------------------------------------------------------------------
+
+    def run(self) -> Summary:
+        cfg = self.cfg
+        self.log(
+            f"queue: capacity {cfg.capacity}, visibility timeout {cfg.visibility_timeout:.2f}s, "
+            f"max_receives {cfg.max_receives}; consumers "
+            + ("ARE idempotent (processed-ids set)" if cfg.idempotent else "are NOT idempotent")
+        )
+        threads: list[threading.Thread] = []
+        try:
+            threads.append(self.thread("crasher", self.crasher))
+            threads.append(self.thread("slow", self.slow))
+            threads.append(self.thread("producer-1", self.producer_1))
+            for e in (self.crasher_holds, self.slow_holds):
+                if not e.wait(PATIENCE):
+                    raise TimeoutError("the crasher and the slow consumer did not receive")
+            self.go.set()
+            for k in range(1, cfg.workers + 1):
+                threads.append(self.thread(f"worker-{k}", self.worker))
+            threads.append(self.thread("producer-2", self.producer_2))
+            if not self.tally.settled.wait(PATIENCE) and not self.errors:
+                raise TimeoutError(f"messages not settled: {self.q.stats()}")
+            threads[1].join(PATIENCE)  # the slow consumer's late delete comes after settling
+            self.log("every message is done or dead: shutdown, the workers stop")
+        finally:
+            self.q.close()
+            for t in threads:
+                t.join(PATIENCE)
+        if self.errors:
+            raise RuntimeError(f"the demo failed: {self.errors[0]!r}") from self.errors[0]
+        stats = self.q.stats()
+        return Summary(
+            sent=self.sent,
+            orders=len(self.ids),
+            delivered=self.tally.delivered,
+            redelivered=self.tally.redelivered,
+            deleted=stats.done,
+            late_deletes=tuple(self.tally.late_deletes),
+            slow_delivery=self.slow_delivery,
+            slow_delete_result=self.slow_delete_result,
+            crashed_delivery=self.crashed_delivery,
+            dead_letters=tuple((m.id, m.attempt) for m in self.q.dead_letters()),
+            processed_twice=self.ledger.twice(),
+            duplicates_skipped=self.ledger.skipped,
+            idempotent=cfg.idempotent,
+            seconds=self.timeline.elapsed(),
+        )
+
+
+def run(config: DemoConfig, timeline: Timeline) -> Summary:
+    """Run the demo once and return its summary; the queue is closed on return."""
+    return Demo(config, timeline).run()
+
+
+def main(
+    argv: Sequence[str] | None = None,
+    out: TextIO | None = None,
+    environ: dict[str, str] | None = None,
+) -> int:
+    """The command line; prints the timeline and the summary to ``out`` (default stdout)."""
+    stream = sys.stdout if out is None else out
+    parser = argparse.ArgumentParser(
+        prog="python -m impl.demo", description=__doc__.splitlines()[0]
+    )
+    parser.add_argument(
+        "--idempotent",
+        action="store_true",
+        help="consumers keep a processed-ids set, so a redelivered duplicate is skipped",
+    )
+    parser.add_argument(
+        "--color",
+        "--colour",
+        dest="color",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="colour the timeline (default: when stdout is a terminal and NO_COLOR is unset)",
+    )
+    parser.add_argument("--quiet", action="store_true", help="print only the summary")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the simulated work times")
+    parser.add_argument(
+        "--visibility-timeout",
+        type=float,
+        default=DemoConfig.visibility_timeout,
+        metavar="SECONDS",
+        help="the queue's visibility timeout (default %(default)s)",
+    )
+    args = parser.parse_args(argv)
+    try:
+        config = DemoConfig(
+            visibility_timeout=args.visibility_timeout, idempotent=args.idempotent, seed=args.seed
+        )
+    except ValueError as e:
+        parser.error(str(e))
+    colour = use_colour(args.color, stream, dict(os.environ) if environ is None else environ)
+    timeline = Timeline(stream, colour=colour, quiet=args.quiet)
+    summary = run(config, timeline)
+    if not args.quiet:
+        timeline.heading("")
+    timeline.heading("summary")
+    for line in summary.lines():
+        timeline.heading(f"  {line}")
+    if timeline.broken and stream is sys.stdout:
+        # Python flushes stdout once more at exit: point it at /dev/null so that is quiet too.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

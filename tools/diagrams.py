@@ -1,0 +1,482 @@
+"""``python -m tools.diagrams``: the walkthrough's pictures, generated from the models, not drawn.
+
+Two Mermaid diagrams, each computed from a model, so a change of the model changes the picture
+and a stale picture fails a test (``tests/test_diagrams.py``):
+
+- ``docs/diagrams/lifecycle.mmd``, a ``stateDiagram-v2`` of one message's life, FROM THE SPEC:
+  ``spec.explore.explore`` walks every reachable state for one id (``LIFECYCLE_BOUNDS``) and
+  every edge is projected to (the message's status before, the action's name, its status
+  after). Tick is dropped (it never changes a status); release edges are labelled with the
+  relation between the message's attempt and ``max_receives`` seen on them, which is what
+  separates release-to-``VISIBLE`` from release-to-``DEAD``.
+- ``docs/diagrams/duplicate_race.mmd``, a ``sequenceDiagram`` of the duplicate-delivery race,
+  FROM TLC'S COUNTEREXAMPLE of the ``ExactlyOnce`` model (``tla/ExactlyOnce.cfg``): each step of
+  the trace becomes the messages between the consumers, the queue and the sweeper that the
+  state change implies. The trace TLC printed is kept beside it as
+  ``docs/diagrams/exactly_once.trace``, so the diagram (and ``tests/test_understanding.py``,
+  which replays the trace on ``impl.Queue``) can be checked without Java.
+
+Both diagrams are also written into ``docs/walkthrough.md``, between the marker comments
+``<!-- BEGIN name -->`` and ``<!-- END name -->``.
+
+    python -m tools.diagrams            # run TLC, regenerate every file
+    python -m tools.diagrams --no-tlc   # use the committed trace instead of running TLC
+    python -m tools.diagrams --check    # write nothing; exit 1 if a file is stale
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import re
+import sys
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from spec.explore import Bounds, explore
+from spec.state import State, Status
+from tla.models import discover
+from tla.tlc import SetupError, run_tlc
+from tla.values import Function, Record, Value, parse_state, parse_value
+
+ROOT = Path(__file__).resolve().parent.parent
+DIAGRAMS = ROOT / "docs" / "diagrams"
+WALKTHROUGH = ROOT / "docs" / "walkthrough.md"
+LIFECYCLE = DIAGRAMS / "lifecycle.mmd"
+RACE = DIAGRAMS / "duplicate_race.mmd"
+TRACE = DIAGRAMS / "exactly_once.trace"
+RACE_MODEL = "ExactlyOnce"
+
+#: One message, dead-lettered on the release after its second delivery, a visibility timeout of
+#: 1, and change_visibility to 0 (release) or 2 (extend): every kind of transition is reachable.
+LIFECYCLE_BOUNDS = Bounds(
+    ids=("a",),
+    capacity=1,
+    max_receives=2,
+    max_attempt=2,
+    visibility_timeouts=(1,),
+    extend_timeouts=(0, 2),
+    max_time=2,
+)
+
+#: The pseudo-state before a message is accepted (and after it is terminal): Mermaid's ``[*]``.
+START = "[*]"
+_STATUS_ORDER = [START, *(s.value for s in Status)]
+_ACTION_ORDER = [
+    "Send",
+    "Receive",
+    "Delete",
+    "Retry",
+    "ChangeVisibility(0)",
+    "ChangeVisibility(t≠0)",
+    "Cancel",
+    "Expire",
+]
+#: Actions that *release* an in-flight message (spec.transitions.release).
+RELEASES = frozenset({"Retry", "ChangeVisibility(0)", "Expire"})
+
+
+# -- (a) the lifecycle, from the spec -----------------------------------------------------------
+
+
+@dataclass(frozen=True, order=True)
+class Transition:
+    """One projected edge: the message's status before and after, and the action's name."""
+
+    before: str
+    action: str
+    after: str
+
+
+def action_name(label: str) -> str:
+    """The explorer's edge label without the message id: ``Retry(a)`` -> ``Retry``.
+
+    ``ChangeVisibility(a,t)`` keeps what matters about ``t``: 0 releases, any other value
+    sets a new deadline.
+    """
+    name, _, args = label.partition("(")
+    if name == "ChangeVisibility":
+        t = int(args.rstrip(")").split(",")[1])
+        return "ChangeVisibility(0)" if t == 0 else "ChangeVisibility(t≠0)"
+    return name
+
+
+def _status(state: State, id: str) -> str:
+    m = state.get(id)
+    return START if m is None else m.status.value
+
+
+def _attempt(state: State, id: str) -> int:
+    m = state.get(id)
+    return 0 if m is None else m.attempt
+
+
+def lifecycle_transitions(bounds: Bounds = LIFECYCLE_BOUNDS) -> dict[Transition, set[int]]:
+    """Every reachable edge of the spec for one id, projected to that message's status.
+
+    Maps each :class:`Transition` to the set of attempts the message had just before it.
+    ``Tick`` edges are dropped: the clock moving never changes a status (checked here).
+    Raises ``ValueError`` if the bounds have more than one id or the spec breaks an invariant.
+    """
+    if len(bounds.ids) != 1:
+        raise ValueError(
+            f"the lifecycle is one message's: bounds.ids must be one id, got {bounds.ids!r}"
+        )
+    (id,) = bounds.ids
+    graph = explore(bounds, stop_at_first_violation=True)
+    if graph.violations:
+        raise ValueError(f"the spec violates an invariant: {graph.violations[0]}")
+    out: dict[Transition, set[int]] = defaultdict(set)
+    for (s, _), label, (t, _) in graph.labelled_edges():
+        before, after = _status(s, id), _status(t, id)
+        if label == "Tick":
+            assert before == after, f"Tick changed {id}'s status: {before} -> {after}"
+            continue
+        out[Transition(before, action_name(label), after)].add(_attempt(s, id))
+    return dict(out)
+
+
+def _release_guard(
+    edges: dict[Transition, set[int]], before: str, after: str, max_receives: int | None
+) -> str:
+    """What the spec's edges show about attempt vs max_receives on a release edge."""
+    if max_receives is None or before != Status.IN_FLIGHT.value:
+        return ""
+    attempts = {
+        a
+        for tr, xs in edges.items()
+        if (tr.before, tr.after) == (before, after) and tr.action in RELEASES
+        for a in xs
+    }
+    if not attempts:
+        return ""
+    if max(attempts) < max_receives:
+        return "release, attempt below max_receives"
+    if min(attempts) == max(attempts) == max_receives:
+        return "release, attempt = max_receives"
+    return "release"
+
+
+def render_lifecycle(edges: dict[Transition, set[int]], bounds: Bounds = LIFECYCLE_BOUNDS) -> str:
+    """The Mermaid ``stateDiagram-v2``: one arrow per (before, after), its actions as the label."""
+    grouped: dict[tuple[str, str], list[str]] = defaultdict(list)
+    for tr in edges:
+        grouped[(tr.before, tr.after)].append(tr.action)
+    lines = [
+        "stateDiagram-v2",
+        "%% The lifecycle of one message, generated FROM THE SPEC by `python -m tools.diagrams`:",
+        "%% every edge of spec.explore.explore(LIFECYCLE_BOUNDS) projected to (status before,",
+        "%% action, status after). Do not edit by hand.",
+        f"%% {bounds}",
+    ]
+    key = _STATUS_ORDER.index
+    for before, after in sorted(grouped, key=lambda p: (key(p[0]), key(p[1]))):
+        actions = sorted(grouped[(before, after)], key=_ACTION_ORDER.index)
+        label = ", ".join(actions)
+        guard = _release_guard(edges, before, after, bounds.max_receives)
+        if guard and all(a in RELEASES for a in actions):
+            label += f" ({guard})"
+        lines.append(f"    {before} --> {after} : {label}")
+    for s in Status:
+        if s.terminal:
+            lines.append(f"    {s.value} --> {START}")
+    return "\n".join(lines) + "\n"
+
+
+# -- (b) the duplicate-delivery race, from TLC's counterexample -------------------------------
+
+
+@dataclass(frozen=True)
+class TraceStep:
+    """One state of a TLC trace: its number, the action that led to it, the variables."""
+
+    number: int
+    action: str
+    state: dict[str, Value]
+
+
+def _parse_state(text: str) -> dict[str, Value]:
+    """``tla.values.parse_state``, but a set of records (TLC prints ``finished`` as one) is read
+    as a tuple in printed order: ``tla.values`` cannot put its unhashable records in a set."""
+    out: dict[str, Value] = {}
+    for part in re.split(r"(?:^|\n)\s*/\\\s+", text.strip()):
+        if not part.strip():
+            continue
+        name, _, rest = part.partition("=")
+        try:
+            out.update(parse_state(f"/\\ {part}"))
+        except TypeError:
+            inner = rest.strip()
+            if not (inner.startswith("{") and inner.endswith("}")):
+                raise
+            out[name.strip()] = parse_value(f"<<{inner[1:-1]}>>")
+    return out
+
+
+_HEADER = re.compile(r"^State (\d+): <(\w+)[^>]*>\s*$")
+
+
+def parse_trace(text: str) -> list[TraceStep]:
+    """The states of a TLC counterexample as TLC prints it (``Result.trace()``).
+
+    ``Initial predicate`` is the action ``Initial``. Raises ``ValueError`` if there is no state.
+    """
+    steps: list[TraceStep] = []
+    header: tuple[int, str] | None = None
+    body: list[str] = []
+
+    def flush() -> None:
+        if header is not None:
+            steps.append(TraceStep(header[0], header[1], _parse_state("\n".join(body))))
+
+    for line in text.splitlines():
+        if m := _HEADER.match(line):
+            flush()
+            header, body = (int(m.group(1)), m.group(2)), []
+        elif header is not None and line.strip():
+            body.append(line)
+    flush()
+    if not steps:
+        raise ValueError("no 'State N: <Action ...>' lines: not a TLC trace")
+    return steps
+
+
+def _fn(v: Value) -> dict[Value, Value]:
+    """A TLA+ function; TLC prints the empty one as ``<< >>``."""
+    if isinstance(v, Function):
+        return v
+    if v == ():
+        return {}
+    raise ValueError(f"not a function: {v!r}")
+
+
+def _rec(v: Value) -> Record:
+    if not isinstance(v, Record):
+        raise ValueError(f"not a record: {v!r}")
+    return v
+
+
+def _receipt(v: Value) -> tuple[str, int] | None:
+    """``<<a, 1>>`` -> ``("a", 1)``; the model value ``NoReceipt`` -> ``None``."""
+    if isinstance(v, tuple) and len(v) == 2 and isinstance(v[1], int):
+        return str(v[0]), v[1]
+    return None
+
+
+def messages(state: dict[str, Value]) -> dict[str, Record]:
+    """``msgs`` of a queue state: id -> ``[status, attempt, deadline]``."""
+    return {str(i): _rec(m) for i, m in _fn(state["msgs"]).items()}
+
+
+def held(state: dict[str, Value]) -> dict[str, tuple[str, int] | None]:
+    """``held`` of a QueueConsumers state: consumer -> the receipt (id, attempt) it works on."""
+    return {str(c): _receipt(r) for c, r in _fn(state["held"]).items()}
+
+
+def finished(state: dict[str, Value]) -> list[tuple[str, tuple[str, int], bool]]:
+    """``finished`` of a QueueConsumers state: (consumer, receipt, what delete returned)."""
+    v = state["finished"]
+    if not isinstance(v, frozenset | tuple):
+        raise ValueError(f"finished is not a set: {v!r}")
+    out = []
+    for f in v:
+        r, receipt = _rec(f), _receipt(_rec(f)["receipt"])
+        if receipt is None or not isinstance(r["deleted"], bool):
+            raise ValueError(f"not a finished delivery: {f!r}")
+        out.append((str(r["consumer"]), receipt, r["deleted"]))
+    return sorted(out)
+
+
+def deadline(m: Record) -> int | None:
+    """A message's deadline; the model value ``None`` -> ``None``."""
+    d = m["deadline"]
+    return d if isinstance(d, int) else None
+
+
+def _live(state: dict[str, Value], r: tuple[str, int]) -> bool:
+    m = messages(state).get(r[0])
+    return m is not None and m["status"] == "IN_FLIGHT" and m["attempt"] == r[1]
+
+
+def _show(r: tuple[str, int]) -> str:
+    return f"receipt ({r[0]}, {r[1]})"
+
+
+def _tla(b: bool) -> str:
+    return "TRUE" if b else "FALSE"
+
+
+def render_race(steps: Sequence[TraceStep]) -> str:
+    """The Mermaid ``sequenceDiagram`` that the trace's state changes imply, step by step."""
+    consumers = sorted(held(steps[0].state))
+    first, others = consumers[:1], consumers[1:]
+    lines = [
+        "sequenceDiagram",
+        "%% The duplicate-delivery race, generated FROM TLC'S COUNTEREXAMPLE to ExactlyOnce",
+        "%% (tla/ExactlyOnce.cfg, trace in docs/diagrams/exactly_once.trace) by",
+        "%% `python -m tools.diagrams`. One block per TLC state. Do not edit by hand.",
+        "    participant P as producer",
+        *(f"    participant {c} as consumer {c}" for c in first),
+        "    participant Q as queue",
+        "    participant S as sweeper",
+        *(f"    participant {c} as consumer {c}" for c in others),
+    ]
+    span = f"{consumers[0]},{consumers[-1]}"
+    processed: dict[str, int] = defaultdict(int)
+    for prev, step in itertools.pairwise(steps):
+        a, b = prev.state, step.state
+        lines.append(f"    %% State {step.number}: {step.action}")
+        msgs_a, msgs_b = messages(a), messages(b)
+        held_a, held_b = held(a), held(b)
+        now = b["now"]
+        if not isinstance(now, int):
+            raise ValueError(f"state {step.number}: now is not an integer: {now!r}")
+        if step.action == "Produce":
+            for i in sorted(set(msgs_b) - set(msgs_a)):
+                lines.append(f"    P->>Q: send({i})")
+                lines.append(f"    Note over Q: {i} VISIBLE, attempt 0")
+        elif step.action == "Consume":
+            for c in consumers:
+                r = held_b[c]
+                if held_a[c] is None and r is not None:
+                    d = deadline(msgs_b[r[0]])
+                    vt = "None" if d is None else f"{d - now}"
+                    lines.append(f"    {c}->>Q: receive(visibility_timeout={vt})")
+                    lines.append(f"    Q-->>{c}: {r[0]}, attempt {r[1]}, {_show(r)}")
+                    lines.append(f"    activate {c}")
+                    lines.append(f"    Note over Q: {r[0]} IN_FLIGHT, deadline {d}")
+        elif step.action == "Clock":
+            due = [
+                f"{c}'s deadline has passed, but its {_show(r)} is still live until the sweep"
+                for c, r in held_b.items()
+                if r is not None
+                and _live(b, r)
+                and (d := deadline(msgs_b[r[0]])) is not None
+                and d <= now
+            ]
+            lines.append(f"    Note over {span}: time passes, now = {now}")
+            lines.extend(f"    Note over {span}: {d}" for d in due)
+        elif step.action == "Sweep":
+            lines.append(f"    S->>Q: expire(now={now})")
+            for i in sorted(msgs_b):
+                before, after = msgs_a[i], msgs_b[i]
+                if before["status"] == "IN_FLIGHT" and after["status"] != "IN_FLIGHT":
+                    lines.append(
+                        f"    Note over Q: {i} released to {after['status']}, "
+                        f"attempt {after['attempt']} kept"
+                    )
+            for c, r in held_b.items():
+                if r is not None and _live(a, r) and not _live(b, r):
+                    lines.append(f"    Note over {c}: {_show(r)} is STALE from here on")
+        elif step.action == "Finish":
+            for c in consumers:
+                r = held_a[c]
+                if r is None or held_b[c] is not None:
+                    continue
+                deleted = (c, r, True) in finished(b)
+                processed[r[0]] += 1
+                nth = {1: "once", 2: "TWICE"}.get(processed[r[0]], f"{processed[r[0]]} times")
+                lines.append(f"    Note over {c}: finishes the work on {r[0]}")
+                lines.append(f"    {c}->>Q: delete({_show(r)})")
+                lines.append(f"    Q-->>{c}: {_tla(deleted)}")
+                lines.append(f"    deactivate {c}")
+                if deleted:
+                    lines.append(f"    Note over Q: {r[0]} DONE")
+                else:
+                    lines.append("    Note over Q: stale receipt, no-op: nothing changes")
+                lines.append(f"    Note over {span}: {r[0]} has been processed {nth}")
+        else:
+            raise ValueError(f"state {step.number}: unknown action {step.action!r}")
+    return "\n".join(lines) + "\n"
+
+
+def run_race_trace() -> str:
+    """Run TLC on the ``ExactlyOnce`` model and return its counterexample as TLC printed it.
+
+    Raises :class:`tla.tlc.SetupError` without Java or TLC, ``RuntimeError`` if TLC does not
+    find the expected violation.
+    """
+    (model,) = [m for m in discover() if m.name == RACE_MODEL]
+    result = run_tlc(model.spec, model.cfg, check_deadlock=model.check_deadlock, timeout=300)
+    if not model.met_by(result):
+        raise RuntimeError(f"TLC on {RACE_MODEL}: expected {model.expected}, got {result.summary}")
+    return result.trace()
+
+
+# -- the walkthrough's fenced blocks -------------------------------------------------------------
+
+
+def splice(doc: str, name: str, mermaid: str) -> str:
+    """``doc`` with the block between ``<!-- BEGIN name -->`` and ``<!-- END name -->`` replaced
+    by a fenced ``mermaid`` block of ``mermaid``. ``ValueError`` if the markers are missing."""
+    pattern = re.compile(
+        rf"(<!-- BEGIN {re.escape(name)} -->\n).*?(<!-- END {re.escape(name)} -->)", re.DOTALL
+    )
+    if not pattern.search(doc):
+        raise ValueError(f"no '<!-- BEGIN {name} -->' ... '<!-- END {name} -->' markers")
+    block = f"```mermaid\n{mermaid}```\n"
+    return pattern.sub(lambda m: m.group(1) + block + m.group(2), doc, count=1)
+
+
+def fenced(doc: str, name: str) -> str:
+    """The Mermaid text between the markers ``name`` in ``doc`` (``ValueError`` if none)."""
+    m = re.search(
+        rf"<!-- BEGIN {re.escape(name)} -->\n```mermaid\n(.*?)```\n<!-- END {re.escape(name)} -->",
+        doc,
+        re.DOTALL,
+    )
+    if m is None:
+        raise ValueError(f"no fenced mermaid block between the '{name}' markers")
+    return m.group(1)
+
+
+def generate(trace: str) -> dict[Path, str]:
+    """Every generated file's path and wanted contents, the race drawn from ``trace``."""
+    lifecycle = render_lifecycle(lifecycle_transitions())
+    race = render_race(parse_trace(trace))
+    files = {LIFECYCLE: lifecycle, RACE: race, TRACE: trace}
+    if WALKTHROUGH.exists():
+        doc = WALKTHROUGH.read_text(encoding="utf-8")
+        files[WALKTHROUGH] = splice(splice(doc, "lifecycle", lifecycle), "duplicate_race", race)
+    return files
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m tools.diagrams", description=__doc__.split("\n")[0]
+    )
+    parser.add_argument("--check", action="store_true", help="write nothing; 1 if a file is stale")
+    parser.add_argument(
+        "--no-tlc", action="store_true", help=f"draw the race from {TRACE.relative_to(ROOT)}"
+    )
+    args = parser.parse_args(argv)
+    try:
+        trace = TRACE.read_text(encoding="utf-8") if args.no_tlc else run_race_trace()
+    except (SetupError, RuntimeError, OSError) as e:
+        print(f"python -m tools.diagrams: {e}", file=sys.stderr)
+        return 2
+    stale = []
+    for path, text in generate(trace).items():
+        old = path.read_text(encoding="utf-8") if path.exists() else None
+        if path == TRACE and old is not None:
+            # The trace names source lines and columns: compare what TLC found, not where.
+            same = parse_trace(old) == parse_trace(text)
+        else:
+            same = old == text
+        if same:
+            continue
+        stale.append(path)
+        if not args.check:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8")
+    for path in stale:
+        print(f"{'stale' if args.check else 'wrote'} {path.relative_to(ROOT)}")
+    if not stale:
+        print("every diagram is up to date")
+    return 1 if args.check and stale else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
