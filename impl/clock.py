@@ -1,0 +1,167 @@
+"""Time for the threaded queue: the ``Clock`` protocol, the real clock and a fake one for tests.
+
+The queue never reads time or sleeps by itself. It asks its clock two things: ``now()``, and
+``wait(cond, deadline)``: block on a condition until it is notified or the clock reaches a
+deadline. That second method is what lets a fake clock drive timeouts and visibility expiry
+deterministically: :meth:`FakeClock.advance` wakes every thread whose wait has a deadline that
+the new time has reached, and each waiter re-checks its own predicate and deadline under its own
+lock, exactly as it would after a real timeout. A wait with no deadline is woken only by a notify,
+as on the real clock, so a transition that forgets to notify is not hidden by a clock tick. This
+module is the only place ``time.monotonic`` appears.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from typing import Protocol, runtime_checkable
+
+from impl.validate import is_number
+
+
+@runtime_checkable
+class Clock(Protocol):
+    """A source of monotonic time that can also bound a wait on a condition variable."""
+
+    def now(self) -> float:
+        """The current time in seconds; never decreases."""
+        ...
+
+    def wait(self, cond: threading.Condition, deadline: float | None) -> None:
+        """Block until ``cond`` is notified or this clock reaches ``deadline`` (``None``: no bound).
+
+        Call with ``cond``'s lock held; the lock is released while waiting and held again on
+        return, as with :meth:`threading.Condition.wait`. Returns at once if ``deadline`` has
+        already been reached. May return early (a spurious wakeup), so callers loop on their
+        predicate and compare ``now()`` with their deadline themselves.
+        """
+        ...
+
+
+class MonotonicClock:
+    """The real clock: ``time.monotonic``, with waits bounded by ``Condition.wait(timeout)``."""
+
+    def now(self) -> float:
+        return time.monotonic()
+
+    def wait(self, cond: threading.Condition, deadline: float | None) -> None:
+        if deadline is None:
+            cond.wait()
+            return
+        remaining = deadline - time.monotonic()
+        if remaining > 0:
+            # Condition.wait rejects timeouts above TIMEOUT_MAX; waking early is allowed.
+            cond.wait(min(remaining, threading.TIMEOUT_MAX))
+
+    def __repr__(self) -> str:
+        return "MonotonicClock()"
+
+
+class FakeClock:
+    """A clock that moves only when told to, for deterministic tests of timeouts and expiry.
+
+    A thread that waits is recorded in a registry with its deadline (under the condition's lock,
+    before it waits); :meth:`advance` moves the time and then, under each condition's lock,
+    notifies every condition on which some wait's deadline has now been reached. That is what
+    the real clock does: a timed wait returns when its time comes, an untimed one never does by
+    itself. (Other threads waiting on the same condition wake too; that is a spurious wakeup,
+    which every caller tolerates by looping on its predicate.)
+
+    Because a waiter registers before reading the time and holds its lock until
+    ``Condition.wait`` releases it, an advance can never slip between a waiter's check and its
+    wait: no lost wakeup.
+
+    Do not call :meth:`advance` while holding the lock of a condition that threads wait on with
+    this clock: it takes each such lock in turn to notify it.
+    """
+
+    def __init__(self, start: float = 0.0) -> None:
+        if not is_number(start):
+            raise TypeError(f"start must be a number, got {type(start).__name__}")
+        if math.isnan(start) or math.isinf(start):
+            raise ValueError(f"start must be finite, got {start!r}")
+        self._time = float(start)
+        # Guards _time, _waiting and _count. Never held while taking a condition's lock.
+        self._lock = threading.Lock()
+        # Notified whenever a thread starts or stops waiting: what wait_for_waiters waits on.
+        self._waiters_changed = threading.Condition(self._lock)
+        # Conditions with at least one thread waiting on them through this clock, with the
+        # deadline of each such wait (None: no deadline).
+        self._waiting: dict[threading.Condition, list[float | None]] = {}
+        self._count = 0
+        self._begun = 0
+
+    def now(self) -> float:
+        with self._lock:
+            return self._time
+
+    def advance(self, dt: float) -> None:
+        """Move the time on by ``dt >= 0`` seconds and wake every wait whose deadline it reaches.
+
+        Raises ``TypeError`` if ``dt`` is not a number and ``ValueError`` if it is negative, NaN
+        or infinite; the time is then unchanged.
+        """
+        if not is_number(dt):
+            raise TypeError(f"dt must be a number, got {type(dt).__name__}")
+        if math.isnan(dt) or math.isinf(dt) or dt < 0:
+            raise ValueError(f"dt must be a finite number >= 0, got {dt!r}")
+        with self._lock:
+            self._time += dt
+            conds = [
+                cond
+                for cond, deadlines in self._waiting.items()
+                if any(d is not None and d <= self._time for d in deadlines)
+            ]
+        for cond in conds:
+            with cond:
+                cond.notify_all()
+
+    def wait(self, cond: threading.Condition, deadline: float | None) -> None:
+        # Every wait is registered, even without a deadline, so wait_for_waiters can see it;
+        # advance wakes only the conditions with a wait whose deadline it reaches.
+        with self._lock:
+            if deadline is not None and self._time >= deadline:
+                return
+            self._waiting.setdefault(cond, []).append(deadline)
+            self._count += 1
+            self._begun += 1
+            self._waiters_changed.notify_all()
+        try:
+            cond.wait()
+        finally:
+            with self._lock:
+                deadlines = self._waiting[cond]
+                deadlines.remove(deadline)
+                if not deadlines:
+                    del self._waiting[cond]
+                self._count -= 1
+                self._waiters_changed.notify_all()
+
+    def waiters(self) -> int:
+        """How many threads are blocked in :meth:`wait` on this clock right now."""
+        with self._lock:
+            return self._count
+
+    @property
+    def waits_begun(self) -> int:
+        """How many waits have begun on this clock so far (it only grows)."""
+        with self._lock:
+            return self._begun
+
+    def wait_for_waiters(self, n: int, timeout: float = 10.0, *, after: int = 0) -> bool:
+        """Block until ``n`` threads are blocked in :meth:`wait` and more than ``after`` waits
+        have begun in all; ``False`` if that takes more than ``timeout`` real seconds.
+
+        For tests: "the receiver is blocked now" is a fact to wait for, not a guess made with a
+        sleep. Passing ``after=clock.waits_begun`` read before an :meth:`advance` waits until a
+        woken thread has gone back to waiting (so it did not return). ``timeout`` is only a
+        safety bound, so a bug fails a test instead of hanging it.
+        """
+        with self._waiters_changed:
+            return self._waiters_changed.wait_for(
+                lambda: self._count >= n and self._begun > after, timeout
+            )
+
+    def __repr__(self) -> str:
+        return f"FakeClock({self.now()!r})"

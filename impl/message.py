@@ -1,0 +1,86 @@
+"""The values the threaded queue hands out: receipts, messages, stats and snapshots.
+
+All are frozen dataclasses: a caller holding one can never change the queue through it, and a
+value read under the queue's lock stays true to the instant it was taken.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Generic, TypeVar
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class Receipt:
+    """Names one delivery: (queue, id, attempt). Live only while that delivery is in flight.
+
+    ``queue`` is the issuing queue's identity token, so a receipt from another queue never
+    matches here even when the id and attempt do. Receipts compare and hash by value.
+    """
+
+    queue: int
+    id: str
+    attempt: int
+
+    def __post_init__(self) -> None:
+        # Only the field types are checked: any receipt of the right shape is a fair question
+        # to ask a queue, which answers False for one it did not issue or that is not live.
+        for name, value, kind in (("queue", self.queue, int), ("attempt", self.attempt, int)):
+            if not isinstance(value, kind) or isinstance(value, bool):
+                raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+        if not isinstance(self.id, str):
+            raise TypeError(f"id must be a str, got {type(self.id).__name__}")
+
+
+@dataclass(frozen=True, slots=True)
+class Message(Generic[T]):
+    """One delivery of a message: what ``receive`` returns (and ``dead_letters`` lists).
+
+    ``attempt`` is 1 on the first delivery and grows by one with each redelivery; ``receipt`` is
+    the handle that ``delete``, ``retry`` and ``change_visibility`` need.
+    """
+
+    id: str
+    body: T
+    attempt: int
+    receipt: Receipt
+
+
+@dataclass(frozen=True, slots=True)
+class Stats:
+    """How many messages are in each state, counted in one atomic step."""
+
+    visible: int
+    in_flight: int
+    done: int
+    cancelled: int
+    dead: int
+
+
+@dataclass(frozen=True, slots=True)
+class SnapshotMessage(Generic[T]):
+    """A message inside a :class:`Snapshot`; ``deadline`` is ``None`` unless in flight with one."""
+
+    id: str
+    body: T
+    attempt: int
+    deadline: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot(Generic[T]):
+    """The whole observable state of a queue, taken in one atomic step (for model-based tests).
+
+    ``visible``   head first, in the order each message (re-)entered;
+    ``in_flight`` in the order of their current delivery (receive order);
+    ``dead``      in the order they died;
+    ``done`` and ``cancelled`` as sets of ids (their bodies are no longer kept).
+    """
+
+    visible: tuple[SnapshotMessage[T], ...]
+    in_flight: tuple[SnapshotMessage[T], ...]
+    dead: tuple[SnapshotMessage[T], ...]
+    done: frozenset[str]
+    cancelled: frozenset[str]

@@ -1,0 +1,550 @@
+"""The threaded queue with SQS semantics: ``impl.Queue``, shaped after CPython's ``queue.Queue``.
+
+One lock (``mutex``) guards all state; three named conditions share it. Each transition of the
+contract (section 2) is one critical section that does exactly what ``spec.transitions`` does to
+the pure state, then notifies every condition whose waiters it may have enabled. Time comes only
+from the injected clock; expiry is applied by :meth:`Queue.sweep`, which a lazily started sweeper
+thread runs whenever the earliest deadline comes due. Nothing here sleeps or polls.
+"""
+
+from __future__ import annotations
+
+import enum
+import heapq
+import itertools
+import threading
+import uuid
+from collections import OrderedDict
+from types import TracebackType
+from typing import Final, Generic, Literal, TypeVar
+
+from impl.clock import Clock, MonotonicClock
+from impl.errors import DuplicateIdError, Empty, Full, ShutDown
+from impl.message import Message, Receipt, Snapshot, SnapshotMessage, Stats
+from impl.validate import (
+    check_bool,
+    check_id,
+    check_int,
+    check_optional_int,
+    check_optional_time,
+    check_time,
+)
+
+T = TypeVar("T")
+
+
+class _Default(enum.Enum):
+    """The type of the "use the queue's default" sentinel, so ``None`` can mean "never expire"."""
+
+    QUEUE_DEFAULT = enum.auto()
+
+
+_QUEUE_DEFAULT: Final = _Default.QUEUE_DEFAULT
+
+# Identity tokens for receipts: every queue gets a distinct one, so receipts never cross queues.
+_tokens = itertools.count(1)
+_tokens_lock = threading.Lock()
+
+#: An expiry heap entry: (deadline, receive sequence, id, attempt). Ordered by deadline, then by
+#: receive order, which is exactly the order in which the contract's ``expire`` releases.
+_Entry = tuple[float, int, str, int]
+
+
+class _Record(Generic[T]):
+    """The mutable record of one active (or dead) message; only touched under the queue's lock."""
+
+    __slots__ = ("attempt", "body", "deadline", "id", "seq")
+
+    def __init__(self, id: str, body: T) -> None:
+        self.id = id
+        self.body = body
+        self.attempt = 0
+        #: Set only while in flight with a finite visibility timeout.
+        self.deadline: float | None = None
+        #: The receive sequence number of the current (or last) delivery; 0 before the first.
+        self.seq = 0
+
+    def snapshot(self) -> SnapshotMessage[T]:
+        return SnapshotMessage(self.id, self.body, self.attempt, self.deadline)
+
+
+class Queue(Generic[T]):
+    """An in-memory, thread-safe queue with SQS semantics: visibility timeouts, at-least-once.
+
+    ``send`` appends to a FIFO of visible messages; ``receive`` hands out the head and hides it
+    for a visibility timeout instead of removing it; ``delete`` with the delivery's receipt
+    removes it for good. A delivery not deleted in time is redelivered with ``attempt + 1``
+    (or dead-lettered after ``max_receives`` deliveries), so a consumer must be idempotent.
+
+    Shared state, all guarded by ``mutex``, and its invariants (checked by ``_check`` and by the
+    model-based tests against ``spec``):
+
+    - ``_visible``: id -> record of each ``VISIBLE`` message, in FIFO order (head first); an
+      ordered dict, so ``cancel`` removes from the middle in O(1) and keeps the rest in order.
+    - ``_in_flight``: id -> record of each ``IN_FLIGHT`` message, in receive order.
+    - ``_dead`` (records, in order of death), ``_done`` and ``_cancelled`` (ids): terminal.
+    - ``_accepted``: every id ever accepted. ``OneState``: it is the disjoint union of the five
+      groups above; ``IdsReserved``: ids are only ever added to it.
+    - ``CapacityBound``: ``len(_visible) + len(_in_flight) <= capacity``.
+    - ``OneLiveReceipt``: the live receipt of a message is ``(token, id, attempt)`` of its
+      in-flight record, so there is at most one and it carries the current attempt.
+    - A record has a ``deadline`` iff it is in flight with a finite visibility timeout, and then
+      ``_expiry`` holds the entry ``(deadline, seq, id, attempt)``. ``_expiry`` is a heap that
+      may also hold stale entries (deleted, released or re-armed deliveries); an entry counts
+      only while it matches the in-flight record exactly, so stale ones are skipped when popped.
+    - After ``shutdown()`` no message is accepted; after ``close()`` no sweeper thread runs.
+
+    Waking: each transition notifies one waiter per unit of what it made available (a visible
+    message, a free slot), which is enough because a woken waiter re-checks its predicate first
+    and so takes what it was woken for, or, if it leaves without it (a sender whose id was taken
+    meanwhile), passes the notify on. Shutdown notifies everyone.
+
+    Threads: the first finite deadline starts one daemon sweeper thread; a queue whose
+    deliveries never expire never starts one. The sweeper keeps the queue alive, so close the
+    queue (or use ``with``) when done with it; ``close()`` joins the thread.
+    """
+
+    def __init__(
+        self,
+        capacity: int | None = None,
+        visibility_timeout: float | None = 30.0,
+        max_receives: int | None = None,
+        clock: Clock | None = None,
+    ) -> None:
+        """Make an empty queue, or raise ``TypeError``/``ValueError`` naming the bad argument.
+
+        ``capacity``: bound on active (visible + in-flight) messages; ``None`` is unbounded and
+        0 accepts nothing. ``visibility_timeout``: seconds a delivery stays hidden; ``None``
+        means deliveries never expire. ``max_receives``: a release after this many deliveries
+        dead-letters the message; ``None`` never does. ``clock``: defaults to the real clock.
+        """
+        self._capacity = check_optional_int("capacity", capacity, 0)
+        self._visibility_timeout = check_optional_time("visibility_timeout", visibility_timeout)
+        self._max_receives = check_optional_int("max_receives", max_receives, 1)
+        if clock is None:
+            clock = MonotonicClock()
+        elif not isinstance(clock, Clock):
+            raise TypeError(f"clock must be a Clock, got {type(clock).__name__}")
+        self._clock: Clock = clock
+        with _tokens_lock:
+            self._token = next(_tokens)
+
+        self.mutex = threading.Lock()
+        # Receivers wait here for a visible message. Notified once per message made visible, by
+        # send and by every release to VISIBLE (retry, change_visibility(0), expiry); notified
+        # all at shutdown, so blocked receivers raise ShutDown at once.
+        self.not_empty = threading.Condition(self.mutex)
+        # Senders wait here for room. Notified once per freed slot, by delete, cancel and
+        # dead-lettering (receiving and releasing to VISIBLE free nothing); notified all at
+        # shutdown, so blocked senders raise ShutDown at once.
+        self.not_full = threading.Condition(self.mutex)
+        # The sweeper waits here for the earliest deadline. Notified when a deadline earlier than
+        # the one it waits for is armed (receive, change_visibility), and at shutdown and close.
+        self.new_deadline = threading.Condition(self.mutex)
+
+        self._visible: OrderedDict[str, _Record[T]] = OrderedDict()
+        self._in_flight: dict[str, _Record[T]] = {}
+        self._dead: list[_Record[T]] = []
+        self._done: set[str] = set()
+        self._cancelled: set[str] = set()
+        self._accepted: set[str] = set()
+        self._expiry: list[_Entry] = []
+        self._receives = 0
+        self._shutdown = False
+        self._closed = False
+        self._sweeper: threading.Thread | None = None
+        # The deadline the sweeper is waiting for (None: it waits for a notify only).
+        self._sweeper_target: float | None = None
+
+    # -- configuration ------------------------------------------------------------------------
+
+    @property
+    def clock(self) -> Clock:
+        """The clock this queue reads time from and waits on."""
+        return self._clock
+
+    @property
+    def capacity(self) -> int | None:
+        return self._capacity
+
+    @property
+    def visibility_timeout(self) -> float | None:
+        return self._visibility_timeout
+
+    @property
+    def max_receives(self) -> int | None:
+        return self._max_receives
+
+    # -- the transitions ----------------------------------------------------------------------
+
+    def send(
+        self,
+        body: T,
+        *,
+        id: str | None = None,
+        block: bool = True,
+        timeout: float | None = None,
+    ) -> str:
+        """Append a message to the tail of the visible FIFO and return its id.
+
+        ``id`` must be new to this queue; ``None`` asks for a fresh generated id. When the queue
+        is full, wait for room (``block=True``, at most ``timeout`` seconds if given) or raise
+        :class:`Full` at once (``block=False``). Either the message is accepted, or an exception
+        leaves the queue unchanged and the id unreserved: ``TypeError``/``ValueError`` for bad
+        arguments and :class:`DuplicateIdError` (a ``ValueError``) for an id already accepted,
+        all before any waiting; :class:`Full` when no room came; :class:`ShutDown` after
+        ``shutdown()``. An id that another sender takes while this one waits raises
+        :class:`DuplicateIdError` when this one wakes.
+        """
+        if id is not None:
+            check_id("id", id)
+        check_bool("block", block)
+        wait = check_optional_time("timeout", timeout)
+        with self.mutex:
+            if id is not None and id in self._accepted:
+                raise DuplicateIdError(f"id {id!r} was already accepted by this queue")
+            endtime = None if wait is None else self._clock.now() + wait
+            while True:
+                if self._shutdown:
+                    raise ShutDown("send on a queue that has been shut down")
+                if id is not None and id in self._accepted:
+                    # Taken while we waited. A notify meant for a sender may have woken us:
+                    # pass it on, so no sender with a fresh id sleeps beside a free slot.
+                    if self._has_room():
+                        self.not_full.notify()
+                    raise DuplicateIdError(f"id {id!r} was accepted while this send waited")
+                if self._has_room():
+                    break
+                if not block:
+                    raise Full("the queue is at capacity")
+                if endtime is not None and self._clock.now() >= endtime:
+                    raise Full(f"no room within {wait} seconds")
+                self._clock.wait(self.not_full, endtime)
+            if id is None:
+                id = self._fresh_id()
+            self._accepted.add(id)
+            self._visible[id] = _Record(id, body)
+            self.not_empty.notify()
+            self._check()
+            return id
+
+    def receive(
+        self,
+        *,
+        block: bool = True,
+        timeout: float | None = None,
+        visibility_timeout: float | Literal[_Default.QUEUE_DEFAULT] | None = _QUEUE_DEFAULT,
+    ) -> Message[T]:
+        """Deliver the head of the visible FIFO, hiding it for a visibility timeout.
+
+        In one critical section the head becomes in flight with ``attempt + 1``, its deadline is
+        stamped (now + ``visibility_timeout``, the queue's default unless given; ``None``: never
+        expires) and armed for the sweeper, and a fresh receipt is made. When nothing is
+        visible, wait (``block=True``, at most ``timeout`` seconds if given) or raise
+        :class:`Empty` at once (``block=False``); :class:`Empty` also when the timeout runs out.
+        After ``shutdown()`` what is still visible is delivered, then :class:`ShutDown` is
+        raised. Bad arguments raise ``TypeError``/``ValueError`` before any waiting. On any
+        exception the queue is unchanged.
+        """
+        check_bool("block", block)
+        wait = check_optional_time("timeout", timeout)
+        if visibility_timeout is _QUEUE_DEFAULT:
+            vt = self._visibility_timeout
+        else:
+            vt = check_optional_time("visibility_timeout", visibility_timeout)
+        with self.mutex:
+            endtime = None if wait is None else self._clock.now() + wait
+            while not self._visible:
+                if self._shutdown:
+                    raise ShutDown("receive on a shut-down queue with nothing visible")
+                if not block:
+                    raise Empty("no message is visible")
+                if endtime is not None and self._clock.now() >= endtime:
+                    raise Empty(f"no message became visible within {wait} seconds")
+                self._clock.wait(self.not_empty, endtime)
+            _, rec = self._visible.popitem(last=False)
+            rec.attempt += 1
+            self._receives += 1
+            rec.seq = self._receives
+            rec.deadline = None if vt is None else self._clock.now() + vt
+            self._in_flight[rec.id] = rec
+            if rec.deadline is not None:
+                self._arm(rec)
+            self._check()
+            return Message(rec.id, rec.body, rec.attempt, self._receipt(rec))
+
+    def delete(self, receipt: Receipt) -> bool:
+        """Acknowledge a delivery: if ``receipt`` is live the message is done and ``True``.
+
+        Otherwise (stale, future or foreign receipt, unknown or finished message) ``False`` and
+        the queue is unchanged. Works after shutdown and close. ``TypeError`` if ``receipt`` is
+        not a :class:`Receipt`.
+        """
+        self._check_receipt(receipt)
+        with self.mutex:
+            rec = self._live(receipt)
+            if rec is None:
+                return False
+            del self._in_flight[rec.id]
+            rec.deadline = None
+            self._done.add(rec.id)
+            self.not_full.notify()
+            self._check()
+            return True
+
+    def retry(self, receipt: Receipt) -> bool:
+        """Give a live delivery back at once: *release* it (see :meth:`change_visibility`).
+
+        ``True`` if ``receipt`` was live; otherwise ``False`` and the queue is unchanged.
+        """
+        self._check_receipt(receipt)
+        with self.mutex:
+            rec = self._live(receipt)
+            if rec is None:
+                return False
+            self._release(rec)
+            self._check()
+            return True
+
+    def change_visibility(self, receipt: Receipt, timeout: float) -> bool:
+        """Set a live delivery's deadline to now + ``timeout`` (from now, not added to the old).
+
+        ``timeout == 0`` *releases* the message at once: it is dead-lettered if ``max_receives``
+        is set and reached, else appended to the tail of the visible FIFO, keeping its attempt.
+        ``True`` if ``receipt`` was live; otherwise ``False`` and the queue is unchanged.
+        ``timeout`` must be a finite number >= 0 (``TypeError``/``ValueError`` otherwise).
+        """
+        self._check_receipt(receipt)
+        t = check_time("timeout", timeout)
+        with self.mutex:
+            rec = self._live(receipt)
+            if rec is None:
+                return False
+            if t == 0:
+                self._release(rec)
+            else:
+                rec.deadline = self._clock.now() + t
+                self._arm(rec)
+            self._check()
+            return True
+
+    def cancel(self, id: str) -> bool:
+        """Cancel a visible or in-flight message: ``True``, its receipt dies, capacity is freed.
+
+        The other visible messages keep their order. For an unknown id or a finished message,
+        ``False`` and the queue is unchanged. ``TypeError``/``ValueError`` for a malformed id.
+        """
+        check_id("id", id)
+        with self.mutex:
+            rec = self._visible.pop(id, None)
+            if rec is None:
+                rec = self._in_flight.pop(id, None)
+                if rec is None:
+                    return False
+                rec.deadline = None
+            self._cancelled.add(id)
+            self.not_full.notify()
+            self._check()
+            return True
+
+    def receipt(self, id: str, attempt: int) -> Receipt:
+        """The receipt that names delivery ``attempt`` of message ``id`` on this queue.
+
+        This is how the job-queue API acts by ``(id, attempt)``. The receipt is live only if
+        that delivery is the one in flight; attempt 0 names no delivery and is never live.
+        ``TypeError``/``ValueError`` for a malformed id or an attempt that is not an int >= 0.
+        """
+        return Receipt(self._token, check_id("id", id), check_int("attempt", attempt, 0))
+
+    def sweep(self) -> None:
+        """Apply every expiry due now: release each in-flight message whose deadline <= now.
+
+        In order of deadline, ties by receive order, as one atomic step. This is what the
+        sweeper thread runs; call it directly after advancing a fake clock.
+        """
+        with self.mutex:
+            self._expire(self._clock.now())
+            self._check()
+
+    # -- observation --------------------------------------------------------------------------
+
+    def dead_letters(self) -> list[Message[T]]:
+        """The dead-lettered messages, in the order they died, each with its last attempt."""
+        with self.mutex:
+            return [Message(r.id, r.body, r.attempt, self._receipt(r)) for r in self._dead]
+
+    def stats(self) -> Stats:
+        """How many messages are visible, in flight, done, cancelled and dead, atomically."""
+        with self.mutex:
+            return Stats(
+                visible=len(self._visible),
+                in_flight=len(self._in_flight),
+                done=len(self._done),
+                cancelled=len(self._cancelled),
+                dead=len(self._dead),
+            )
+
+    def snapshot(self) -> Snapshot[T]:
+        """The whole observable state, taken atomically (see :class:`Snapshot`)."""
+        with self.mutex:
+            return Snapshot(
+                visible=tuple(r.snapshot() for r in self._visible.values()),
+                in_flight=tuple(r.snapshot() for r in self._in_flight.values()),
+                dead=tuple(r.snapshot() for r in self._dead),
+                done=frozenset(self._done),
+                cancelled=frozenset(self._cancelled),
+            )
+
+    # -- lifecycle ----------------------------------------------------------------------------
+
+    def shutdown(self) -> None:
+        """Refuse new sends; let receives drain what is visible; wake every blocked caller.
+
+        After this, ``send`` raises :class:`ShutDown`, ``receive`` delivers what is still
+        visible and then raises :class:`ShutDown`, and blocked callers wake at once to do so.
+        ``delete``, ``retry``, ``change_visibility`` and ``cancel`` keep working, and expiry
+        keeps being applied (by the sweeper until ``close()``, by ``sweep()`` always), so work
+        held by a consumer that dies is still released, and delivered to a receive that comes
+        in time. Idempotent.
+        """
+        with self.mutex:
+            self._shutdown = True
+            self.not_empty.notify_all()
+            self.not_full.notify_all()
+            self.new_deadline.notify_all()
+
+    def close(self) -> None:
+        """``shutdown()``, then stop the sweeper thread and join it. Idempotent.
+
+        After this no thread of the queue runs; deadlines still armed are applied only by an
+        explicit ``sweep()``. Must not be called while holding ``mutex``.
+        """
+        self.shutdown()
+        with self.mutex:
+            self._closed = True
+            self.new_deadline.notify_all()
+            sweeper = self._sweeper
+        if sweeper is not None:
+            sweeper.join()
+
+    def __enter__(self) -> Queue[T]:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return (
+            f"Queue(capacity={self._capacity!r}, visibility_timeout={self._visibility_timeout!r},"
+            f" max_receives={self._max_receives!r}, clock={self._clock!r})"
+        )
+
+    # -- internals: every method below is called with mutex held -----------------------------
+
+    def _has_room(self) -> bool:
+        return self._capacity is None or len(self._visible) + len(self._in_flight) < self._capacity
+
+    def _fresh_id(self) -> str:
+        # A uuid4 collides with an accepted id only in theory, but the contract says never.
+        while True:
+            id = uuid.uuid4().hex
+            if id not in self._accepted:
+                return id
+
+    def _receipt(self, rec: _Record[T]) -> Receipt:
+        return Receipt(self._token, rec.id, rec.attempt)
+
+    def _check_receipt(self, receipt: object) -> None:
+        if not isinstance(receipt, Receipt):
+            raise TypeError(f"receipt must be a Receipt, got {type(receipt).__name__}")
+
+    def _live(self, receipt: Receipt) -> _Record[T] | None:
+        """The in-flight record that ``receipt`` names, if the receipt is live."""
+        if receipt.queue != self._token:
+            return None
+        rec = self._in_flight.get(receipt.id)
+        if rec is None or rec.attempt != receipt.attempt:
+            return None
+        return rec
+
+    def _release(self, rec: _Record[T]) -> None:
+        """Take back an in-flight message: dead-letter it, or append it to the visible tail."""
+        assert self._in_flight.get(rec.id) is rec, f"release of {rec.id!r}: not in flight"
+        del self._in_flight[rec.id]
+        rec.deadline = None
+        if self._max_receives is not None and rec.attempt >= self._max_receives:
+            self._dead.append(rec)
+            self.not_full.notify()
+        else:
+            self._visible[rec.id] = rec
+            self.not_empty.notify()
+
+    def _arm(self, rec: _Record[T]) -> None:
+        """Record ``rec``'s deadline for expiry, and make sure a sweeper will act on it."""
+        assert rec.deadline is not None and self._in_flight.get(rec.id) is rec
+        heapq.heappush(self._expiry, (rec.deadline, rec.seq, rec.id, rec.attempt))
+        if len(self._expiry) > 2 * len(self._in_flight) + 16:
+            self._compact()
+        if self._closed:
+            return  # no thread outlives close(): from now on only sweep() expires
+        if self._sweeper is None:
+            self._sweeper = threading.Thread(
+                target=self._run_sweeper, name=f"impl.Queue-{self._token}-sweeper", daemon=True
+            )
+            self._sweeper.start()
+        elif self._sweeper_target is None or rec.deadline < self._sweeper_target:
+            self.new_deadline.notify()
+
+    def _compact(self) -> None:
+        # Stale entries outnumber live ones: rebuild from the in-flight records. This happens at
+        # most once per len(_in_flight) + 16 arms, so its cost is O(1) per arm, amortized.
+        self._expiry = [
+            (r.deadline, r.seq, r.id, r.attempt)
+            for r in self._in_flight.values()
+            if r.deadline is not None
+        ]
+        heapq.heapify(self._expiry)
+
+    def _current(self, entry: _Entry) -> _Record[T] | None:
+        """The in-flight record that ``entry`` still stands for, or ``None`` if it is stale."""
+        deadline, seq, id, attempt = entry
+        rec = self._in_flight.get(id)
+        if rec is None or rec.seq != seq or rec.attempt != attempt or rec.deadline != deadline:
+            return None
+        return rec
+
+    def _expire(self, now: float) -> None:
+        """Release every in-flight message with deadline <= now, by (deadline, receive order)."""
+        while self._expiry and self._expiry[0][0] <= now:
+            rec = self._current(heapq.heappop(self._expiry))
+            if rec is not None:
+                self._release(rec)
+
+    def _next_deadline(self) -> float | None:
+        """The earliest armed deadline, dropping stale entries from the top of the heap."""
+        while self._expiry and self._current(self._expiry[0]) is None:
+            heapq.heappop(self._expiry)
+        return self._expiry[0][0] if self._expiry else None
+
+    def _run_sweeper(self) -> None:
+        """The sweeper thread: expire what is due, then wait for the next deadline or a notify."""
+        with self.mutex:
+            while not self._closed:
+                self._expire(self._clock.now())
+                self._check()
+                self._sweeper_target = self._next_deadline()
+                self._clock.wait(self.new_deadline, self._sweeper_target)
+            self._sweeper_target = None
+
+    def _check(self) -> None:
+        """Cheap (O(1)) assertions of the invariants in the class docstring."""
+        active = len(self._visible) + len(self._in_flight)
+        assert self._capacity is None or active <= self._capacity, "CapacityBound"
+        assert len(self._accepted) == (
+            active + len(self._done) + len(self._cancelled) + len(self._dead)
+        ), "OneState"
