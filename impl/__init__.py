@@ -16,7 +16,7 @@ from impl.clock import Clock, FakeClock, MonotonicClock
 from impl.errors import DuplicateIdError, Empty, Full, ShutDown
 from impl.jobqueue import Job, JobQueue
 from impl.message import Message, Receipt, Snapshot, SnapshotMessage, Stats
-from impl.queue import Queue
+from impl.queue import Queue, TraceStep
 
 __all__ = [
     "Clock",
@@ -34,4 +34,5 @@ __all__ = [
     "Snapshot",
     "SnapshotMessage",
     "Stats",
+    "TraceStep",
 ]

@@ -15,6 +15,7 @@ import itertools
 import threading
 import uuid
 from collections import OrderedDict
+from collections.abc import Callable
 from types import TracebackType
 from typing import Final, Generic, Literal, TypeVar
 
@@ -44,6 +45,9 @@ _QUEUE_DEFAULT: Final = _Default.QUEUE_DEFAULT
 # Identity tokens for receipts: every queue gets a distinct one, so receipts never cross queues.
 _tokens = itertools.count(1)
 _tokens_lock = threading.Lock()
+
+#: One recorded transition, ``(action, args, result, now)``: see :meth:`Queue.record_trace`.
+TraceStep = tuple[str, tuple[object, ...], object, float]
 
 #: An expiry heap entry: (deadline, receive sequence, id, attempt). Ordered by deadline, then by
 #: receive order, which is exactly the order in which the contract's ``expire`` releases.
@@ -155,6 +159,8 @@ class Queue(Generic[T]):
         self._sweeper: threading.Thread | None = None
         # The deadline the sweeper is waiting for (None: it waits for a notify only).
         self._sweeper_target: float | None = None
+        # Where record_trace sends each transition; None (the default): nowhere, at no cost.
+        self._trace: Callable[[TraceStep], None] | None = None
 
     # -- configuration ------------------------------------------------------------------------
 
@@ -224,6 +230,8 @@ class Queue(Generic[T]):
                 id = self._fresh_id()
             self._accepted.add(id)
             self._visible[id] = _Record(id, body)
+            if self._trace is not None:
+                self._record("send", (id,), True)
             self.not_empty.notify()
             self._check()
             return id
@@ -270,6 +278,8 @@ class Queue(Generic[T]):
             self._in_flight[rec.id] = rec
             if rec.deadline is not None:
                 self._arm(rec)
+            if self._trace is not None:
+                self._record("receive", (vt,), (rec.id, rec.attempt, rec.deadline))
             self._check()
             return Message(rec.id, rec.body, rec.attempt, self._receipt(rec))
 
@@ -283,6 +293,8 @@ class Queue(Generic[T]):
         self._check_receipt(receipt)
         with self.mutex:
             rec = self._live(receipt)
+            if self._trace is not None:
+                self._record("delete", (receipt.id, receipt.attempt), rec is not None)
             if rec is None:
                 return False
             del self._in_flight[rec.id]
@@ -300,6 +312,8 @@ class Queue(Generic[T]):
         self._check_receipt(receipt)
         with self.mutex:
             rec = self._live(receipt)
+            if self._trace is not None:
+                self._record("retry", (receipt.id, receipt.attempt), rec is not None)
             if rec is None:
                 return False
             self._release(rec)
@@ -319,12 +333,16 @@ class Queue(Generic[T]):
         with self.mutex:
             rec = self._live(receipt)
             if rec is None:
+                if self._trace is not None:
+                    self._record("change_visibility", (receipt.id, receipt.attempt, t), False)
                 return False
             if t == 0:
                 self._release(rec)
             else:
                 rec.deadline = self._clock.now() + t
                 self._arm(rec)
+            if self._trace is not None:
+                self._record("change_visibility", (rec.id, rec.attempt, t), rec.deadline)
             self._check()
             return True
 
@@ -340,8 +358,12 @@ class Queue(Generic[T]):
             if rec is None:
                 rec = self._in_flight.pop(id, None)
                 if rec is None:
+                    if self._trace is not None:
+                        self._record("cancel", (id,), False)
                     return False
                 rec.deadline = None
+            if self._trace is not None:
+                self._record("cancel", (id,), True)
             self._cancelled.add(id)
             self.not_full.notify()
             self._check()
@@ -365,6 +387,23 @@ class Queue(Generic[T]):
         with self.mutex:
             self._expire(self._clock.now())
             self._check()
+
+    def record_trace(self, sink: Callable[[TraceStep], None] | None) -> None:
+        """From now on pass every transition to ``sink``, for trace validation; ``None`` stops.
+
+        Each call that returns (not one that raises) is passed as ``(action, args, result, now)``:
+        ``("send", (id,), True, now)``, ``("receive", (vt,), (id, attempt, deadline), now)``,
+        ``("delete", (id, attempt), ok, now)``, ``("retry", (id, attempt), ok, now)``,
+        ``("change_visibility", (id, attempt, timeout), result, now)`` with result ``False`` (not
+        live), the new deadline, or ``None`` (released), ``("cancel", (id,), ok, now)``, and one
+        ``("expire", (), id, now)`` per message a sweep releases, ``now`` being the sweep's time.
+        ``sink`` is called inside the transition's critical section, so the order of the calls
+        is the order in which the transitions took effect (their linearization order); it must
+        be quick and must not call the queue. Off by default, and then each transition pays one
+        ``is None`` test. ``tla/trace.py`` checks a recorded trace against ``tla/Queue.tla``.
+        """
+        with self.mutex:
+            self._trace = sink
 
     # -- observation --------------------------------------------------------------------------
 
@@ -484,6 +523,13 @@ class Queue(Generic[T]):
             self._visible[rec.id] = rec
             self.not_empty.notify()
 
+    def _record(
+        self, action: str, args: tuple[object, ...], result: object, now: float | None = None
+    ) -> None:
+        """Pass one transition to the trace sink (called only while recording)."""
+        assert self._trace is not None
+        self._trace((action, args, result, self._clock.now() if now is None else now))
+
     def _arm(self, rec: _Record[T]) -> None:
         """Record ``rec``'s deadline for expiry, and make sure a sweeper will act on it."""
         assert rec.deadline is not None and self._in_flight.get(rec.id) is rec
@@ -524,6 +570,8 @@ class Queue(Generic[T]):
             rec = self._current(heapq.heappop(self._expiry))
             if rec is not None:
                 self._release(rec)
+                if self._trace is not None:
+                    self._record("expire", (), rec.id, now)
 
     def _next_deadline(self) -> float | None:
         """The earliest armed deadline, dropping stale entries from the top of the heap."""

@@ -1,0 +1,183 @@
+"""The implementation-level TLA+ model ``tla/ThreadedQueue.tla``, checked by TLC.
+
+- The Wakeup models (injected notify bugs) fail, and their counterexamples are the lost
+  wakeups docs/levels.md explains: the final state has a receiver asleep on ``not_empty`` beside
+  a visible message.
+- The refinement ``ThreadedQueue => Queue`` is not vacuous: a mutant that re-queues an expired
+  message at the head instead of the tail violates ``QueueSpec``.
+- The correct models pass (invariants, no lost wakeup, deadlock freedom, refinement, liveness);
+  they take 20-40 s each, so they are marked ``slow``.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tla.models import TLA_DIR, Model, discover
+from tla.tlc import Result, run_tlc
+from tla.values import Function, ModelValue, Record, Value, parse_state
+
+needs_java = pytest.mark.skipif(shutil.which("java") is None, reason="java is not installed")
+
+_STATE = re.compile(r"^State (\d+): <(\w+)")
+
+
+def threaded_models() -> dict[str, Model]:
+    return {m.name: m for m in discover(large=True) if m.module == "ThreadedQueue"}
+
+
+def run(name: str) -> Result:
+    m = threaded_models()[name]
+    return run_tlc(m.spec, m.cfg, check_deadlock=m.check_deadlock, timeout=600)
+
+
+def states(result: Result) -> list[tuple[str, dict[str, Value]]]:
+    """The counterexample: (action name, state) per step, the first one ``Initial``."""
+    out: list[tuple[str, dict[str, Value]]] = []
+    block: list[str] = []
+    action = ""
+    for line in [*result.output, "State 0: <End"]:
+        m = _STATE.match(line)
+        if m is None:
+            if action and line.startswith(("/\\", " ")):
+                block.append(line)
+            continue
+        if action:
+            out.append((action, parse_state("\n".join(block))))
+        action, block = m.group(2), []
+    return out
+
+
+def mv(name: str) -> ModelValue:
+    return ModelValue(name)
+
+
+# -- discovery ----------------------------------------------------------------------------------
+
+
+def test_threaded_models_declare_their_expected_outcomes() -> None:
+    models = threaded_models()
+    assert {
+        "ThreadedQueue",
+        "ThreadedQueueCancel.large",
+        "ThreadedQueueExtend.large",
+        "ThreadedQueueLiveness",
+        "ThreadedQueueWakeup",
+        "ThreadedQueueWakeupNotifyOnce",
+    } <= set(models)
+    for name, m in models.items():
+        assert m.spec == TLA_DIR / "ThreadedQueue.tla"
+        assert not m.check_deadlock  # DeadlockFree is the invariant that matters
+        if "Wakeup" in name:
+            assert m.expect == "violation" and m.expect_name, name
+        else:
+            assert m.expected == "ok", name
+    assert models["ThreadedQueueWakeup"].expect_name == "DeadlockFree"
+    assert models["ThreadedQueueWakeupNotifyOnce"].expect_name == "ReceiversAwake"
+
+
+def test_threaded_model_states_the_refinement_theorem() -> None:
+    text = (TLA_DIR / "ThreadedQueue.tla").read_text()
+    assert "Queue == INSTANCE Queue" in text
+    assert "THEOREM Spec => QueueSpec" in text
+    for cfg in ("ThreadedQueue", "ThreadedQueueCancel.large", "ThreadedQueueExtend.large"):
+        assert "PROPERTIES QueueSpec" in (TLA_DIR / f"{cfg}.cfg").read_text()
+
+
+# -- the lost wakeups ---------------------------------------------------------------------------
+
+
+@needs_java
+def test_threaded_wakeup_model_shows_a_receiver_sleeping_through_a_redelivery() -> None:
+    result = run("ThreadedQueueWakeup")
+    assert (result.outcome, result.detail) == ("violation", "Invariant DeadlockFree")
+    trace = states(result)
+    actions = [a for a, _ in trace]
+    assert actions[0] == "Initial" and actions[-1] == "SweepCS"
+    assert "Drop" in actions and "Tick" in actions
+    before, last = trace[-2][1], trace[-1][1]
+    # The sweep made the message visible again ...
+    assert before["qVisible"] == () and last["qVisible"] == (mv("a"),)
+    # ... and woke no one: the consumer is still in not_empty's wait set, as is everyone else.
+    waiting = last["waiting"]
+    assert isinstance(waiting, Record)
+    assert waiting["not_empty"] == frozenset({mv("c1")})
+    at = last["at"]
+    assert isinstance(at, Function)
+    assert at[mv("c1")] == "wait" and at[mv("s")] == "wait" and at[mv("p1")] == "none"
+    assert last["target"] == mv("None")  # the sweeper waits for a notify that never comes
+
+
+@needs_java
+def test_threaded_notify_once_model_leaves_one_receiver_asleep_beside_a_message() -> None:
+    result = run("ThreadedQueueWakeupNotifyOnce")
+    assert (result.outcome, result.detail) == ("violation", "Invariant ReceiversAwake")
+    trace = states(result)
+    assert trace[-1][0] == "SweepCS"
+    before, last = trace[-2][1], trace[-1][1]
+    w_before, w_last = before["waiting"], last["waiting"]
+    assert isinstance(w_before, Record) and isinstance(w_last, Record)
+    assert w_before["not_empty"] == frozenset({mv("c1"), mv("c2")})
+    # Two messages re-queued, one receiver woken (on its way to the lock), one still asleep.
+    visible = last["qVisible"]
+    assert isinstance(visible, tuple) and len(visible) == 2
+    assert len(w_last["not_empty"]) == 1  # type: ignore[arg-type]
+
+
+# -- the refinement is not vacuous --------------------------------------------------------------
+
+_MUTANT_CFG = """CONSTANTS
+    Producers = {p1}
+    Consumers = {c1}
+    Sweeper = s
+    Ids = {a, b}
+    Capacity = 2
+    MaxReceives = 2
+    VT = 1
+    ExtendTimeouts = {}
+    WithCancel = FALSE
+    MaxTime = 1
+    Bug = "none"
+    None = None
+SPECIFICATION Spec
+PROPERTIES QueueSpec
+"""
+
+
+@needs_java
+def test_threaded_refinement_catches_a_sweep_that_requeues_at_the_head(tmp_path: Path) -> None:
+    text = (TLA_DIR / "ThreadedQueue.tla").read_text()
+    correct = "/\\ qVisible' = qVisible \\o back"
+    assert text.count(correct) == 1
+    (tmp_path / "ThreadedQueue.tla").write_text(
+        text.replace(correct, "/\\ qVisible' = back \\o qVisible")
+    )
+    shutil.copy(TLA_DIR / "Queue.tla", tmp_path / "Queue.tla")
+    (tmp_path / "Mutant.cfg").write_text(_MUTANT_CFG)
+    result = run_tlc(tmp_path / "ThreadedQueue.tla", tmp_path / "Mutant.cfg", check_deadlock=False)
+    assert result.outcome == "violation" and "Action property" in result.detail, result.summary
+    assert states(result)[-1][0] == "SweepCS"
+
+
+# -- the correct models pass (slow) -------------------------------------------------------------
+
+
+@needs_java
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "name",
+    [
+        "ThreadedQueue",
+        "ThreadedQueueCancel.large",
+        "ThreadedQueueExtend.large",
+        "ThreadedQueueLiveness",
+    ],
+)
+def test_threaded_model_passes(name: str) -> None:
+    result = run(name)
+    assert result.outcome == "ok", result.summary + "\n" + result.trace()
+    assert result.distinct is not None and result.distinct > 1000

@@ -1,0 +1,191 @@
+"""The lost wakeups that TLC finds in ``tla/ThreadedQueue.tla``, injected into ``impl.Queue``.
+
+Each test mirrors one expected-to-fail model:
+
+- ``ThreadedQueueWakeup.cfg`` (``Bug = "sweep_no_notify"``): the sweep re-queues an expired
+  message without notifying ``not_empty``. A receiver blocked in ``receive()`` sleeps through
+  the redelivery. With the real queue it is woken and gets attempt 2.
+- ``ThreadedQueueWakeupNotifyOnce.cfg`` (``Bug = "sweep_notify_once"``): the sweep notifies
+  ``not_empty`` once, however many messages it re-queued. Of two blocked receivers one sleeps
+  beside a visible message. With the real queue (one notify per message) both are woken.
+
+The bug is injected by subclassing: during ``_expire`` the queue's ``not_empty`` is swapped for a
+condition on the same lock whose ``notify`` is muted (entirely, or after the first call). The
+waiters sleep on the real condition, so a muted notify reaches nobody -- exactly the bug.
+
+The clock: ``FakeClock.advance`` wakes EVERY waiter on the clock, even one without a deadline.
+That spurious wakeup would make a blocked receiver re-check after the advance and could hide the
+lost notify, depending on who takes the lock first. :class:`TimedOnlyClock` wakes only timed
+waits on an advance, as the real clock does (an untimed ``Condition.wait`` is woken only by a
+notify), so the outcome is decided by the notifies alone, deterministically.
+
+A receiver "still blocked" is checked after a bounded wait (2 s) that in the buggy queue always
+runs out, because nothing will ever notify it; in the real queue the same wait ends at once.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+
+from impl import FakeClock, Message, Queue, ShutDown
+
+#: Real seconds to wait for something that must happen.
+BOUND = 10.0
+#: Real seconds to wait for a wakeup that, with the bug, never comes.
+NEVER = 2.0
+
+
+class TimedOnlyClock(FakeClock):
+    """A FakeClock whose advance wakes timed waits only, like the real clock.
+
+    An untimed wait is woken only by a notify. The clock counts, per condition, the threads in
+    such a wait, so a test can wait until a receiver is asleep (:meth:`wait_for_sleepers`).
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._sleepers: dict[threading.Condition, int] = {}
+        self._sleepers_changed = threading.Condition()
+
+    def wait(self, cond: threading.Condition, deadline: float | None) -> None:
+        if deadline is not None:
+            super().wait(cond, deadline)
+            return
+        with self._sleepers_changed:
+            self._sleepers[cond] = self._sleepers.get(cond, 0) + 1
+            self._sleepers_changed.notify_all()
+        try:
+            # The caller still holds cond's lock until this wait releases it, so once a test
+            # has seen the count go up, the queue's next critical section finds it asleep.
+            cond.wait()
+        finally:
+            with self._sleepers_changed:
+                self._sleepers[cond] -= 1
+                self._sleepers_changed.notify_all()
+
+    def wait_for_sleepers(self, cond: threading.Condition, n: int) -> bool:
+        """Block until ``n`` threads sleep on ``cond`` without a deadline; ``False`` on timeout."""
+        with self._sleepers_changed:
+            return self._sleepers_changed.wait_for(lambda: self._sleepers.get(cond, 0) >= n, BOUND)
+
+
+class _Muted(threading.Condition):
+    """A condition on the queue's lock whose notifies reach the real one only ``allowed`` times."""
+
+    def __init__(self, real: threading.Condition, lock: threading.Lock, allowed: int) -> None:
+        super().__init__(lock)
+        self._real = real
+        self._allowed = allowed
+
+    def notify(self, n: int = 1) -> None:
+        if self._allowed > 0:
+            self._allowed -= 1
+            self._real.notify(n)
+
+
+class SweepWithoutNotify(Queue[str]):
+    """impl.Queue with ``Bug = "sweep_no_notify"``: a sweep wakes no receiver."""
+
+    allowed = 0
+
+    def _expire(self, now: float) -> None:
+        real = self.not_empty
+        self.not_empty = _Muted(real, self.mutex, self.allowed)
+        try:
+            super()._expire(now)
+        finally:
+            self.not_empty = real
+
+
+class SweepNotifyOnce(SweepWithoutNotify):
+    """impl.Queue with ``Bug = "sweep_notify_once"``: a sweep wakes at most one receiver."""
+
+    allowed = 1
+
+
+class Receiver:
+    """A consumer thread blocked in ``receive()``; records what it got."""
+
+    def __init__(self, q: Queue[str], name: str) -> None:
+        self.q = q
+        self.got: Message[str] | None = None
+        self.shut_down = False
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        try:
+            self.got = self.q.receive()
+        except ShutDown:
+            self.shut_down = True
+        finally:
+            self.done.set()
+
+
+@dataclass
+class Outcome:
+    """What the receivers got before the queue was closed, and what was still visible then."""
+
+    woken: list[Message[str]]
+    visible: int
+
+
+def redelivery_while_blocked(queue_class: type[Queue[str]], ids: list[str]) -> Outcome:
+    """The trace of the Wakeup models, run on the implementation.
+
+    Each id is sent and received (attempt 1, deadline 1), and the delivery is dropped (the
+    consumer's processing failed). One receiver per id then blocks in ``receive()``. The clock
+    passes the deadline and the queue sweeps: every message is visible again. Each receiver is
+    given a bounded time to be woken; then the outcome is taken and the queue closed.
+    """
+    clock = TimedOnlyClock()
+    q = queue_class(capacity=len(ids), visibility_timeout=1.0, clock=clock)
+    receivers: list[Receiver] = []
+    try:
+        for id in ids:
+            q.send(f"body-{id}", id=id)
+            assert q.receive(block=False).id == id  # delivered, then dropped
+        receivers = [Receiver(q, f"receiver-{k}") for k in range(len(ids))]
+        assert clock.wait_for_sleepers(q.not_empty, len(ids)), "receivers never went to sleep"
+        clock.advance(1.0)
+        q.sweep()  # (if the sweeper thread has not already): every message is visible again
+        for r in receivers:
+            r.done.wait(NEVER)
+        woken = [r.got for r in receivers if r.done.is_set() and r.got is not None]
+        return Outcome(woken, q.stats().visible)
+    finally:
+        q.close()  # shutdown wakes every receiver, so no thread outlives the test
+        for r in receivers:
+            r.thread.join(BOUND)
+            assert not r.thread.is_alive()
+
+
+def _deliveries(outcome: Outcome) -> list[tuple[str, int]]:
+    return sorted((m.id, m.attempt) for m in outcome.woken)
+
+
+def test_real_queue_wakes_a_receiver_for_a_redelivery() -> None:
+    outcome = redelivery_while_blocked(Queue, ["a"])
+    assert _deliveries(outcome) == [("a", 2)] and outcome.visible == 0
+
+
+def test_sweep_without_notify_lets_a_receiver_sleep_through_the_redelivery() -> None:
+    # ThreadedQueueWakeup.cfg on the implementation: the redelivered message is visible and
+    # the only receiver sleeps beside it; nothing will ever wake it but close().
+    outcome = redelivery_while_blocked(SweepWithoutNotify, ["a"])
+    assert outcome.woken == [] and outcome.visible == 1
+
+
+def test_real_queue_wakes_one_receiver_per_redelivered_message() -> None:
+    outcome = redelivery_while_blocked(Queue, ["a", "b"])
+    assert _deliveries(outcome) == [("a", 2), ("b", 2)] and outcome.visible == 0
+
+
+def test_sweep_notify_once_leaves_a_receiver_asleep_beside_a_message() -> None:
+    # ThreadedQueueWakeupNotifyOnce.cfg on the implementation: one sweep re-queues both
+    # messages but wakes one receiver; the other sleeps while a message is visible.
+    outcome = redelivery_while_blocked(SweepNotifyOnce, ["a", "b"])
+    assert len(outcome.woken) == 1 and outcome.woken[0].attempt == 2
+    assert outcome.visible == 1

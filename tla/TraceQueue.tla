@@ -1,0 +1,93 @@
+----------------------------- MODULE TraceQueue -----------------------------
+(***************************************************************************)
+(* Trace validation: is a trace recorded from impl.Queue a behaviour of    *)
+(* Queue?                                                                  *)
+(*                                                                         *)
+(* impl.Queue.record_trace hands every transition to a sink inside its     *)
+(* critical section, so the recorded order is the order in which the      *)
+(* transitions took effect.  tla/trace.py turns such a recording into the  *)
+(* constant Trace -- one record per call, with its arguments, its result   *)
+(* and the (integer) time -- and generates a module that EXTENDS this one. *)
+(*                                                                         *)
+(* The check follows the trace with a history variable `step' (how many   *)
+(* events are matched so far).  Each step of TraceNext either matches the  *)
+(* next event with ONE step of Queue -- the action the event names, with   *)
+(* the event's arguments, which must be enabled and must give the event's  *)
+(* result -- or lets the clock tick towards the event's time.  A call that *)
+(* changed nothing (a stale receipt, a sweep with nothing due) must be one *)
+(* that Queue says changes nothing, and is matched by a stuttering step.   *)
+(* Every step is a step of Queue: TraceNext implies [Next]_vars, which is  *)
+(* a conjunct of it.  Given the events, the steps are deterministic, so    *)
+(* the state graph is one path.                                            *)
+(*                                                                         *)
+(* READING TLC's VERDICT -- THE INVERSION.  TLC 2.15 has no way to say     *)
+(* "succeed when this state is reached", so the invariant TraceIncomplete  *)
+(* says the opposite: "the whole trace is never matched".                  *)
+(*   - "Invariant TraceIncomplete is violated"  = the trace is ACCEPTED:   *)
+(*     TLC reached the state where every event has been matched;           *)
+(*   - "Deadlock reached"                       = the trace is REJECTED:   *)
+(*     at some event no step of Queue matches; TLC's trace ends in the     *)
+(*     last state that matched, and its `step' says how many events did.   *)
+(* tla/trace.py reads TLC's output this way and reports accepted/rejected. *)
+(***************************************************************************)
+EXTENDS Queue
+
+CONSTANT Trace  \* the recorded events, a sequence of records (see Match)
+
+VARIABLE step   \* the number of events of Trace matched so far
+
+traceVars == <<vars, step>>
+
+TraceInit == Init /\ step = 0
+
+(***************************************************************************)
+(* Match(e): one step of Queue that is the event e, at time e.now.  The    *)
+(* events, one per kind of transition the implementation records:          *)
+(*   [op |-> "send", id]                  an accepted send                 *)
+(*   [op |-> "receive", id, attempt, vt]  a delivery (vt: None = never     *)
+(*                                        expires)                         *)
+(*   [op |-> "delete", id, attempt, ok]   ok: what delete returned         *)
+(*   [op |-> "retry", id, attempt, ok]                                     *)
+(*   [op |-> "change_visibility", id, attempt, t, ok]                      *)
+(*   [op |-> "cancel", id, ok]                                             *)
+(*   [op |-> "expire", released]          one sweep that released these    *)
+(*                                        ids, in this order               *)
+(* each with a field now.                                                  *)
+(***************************************************************************)
+Rcpt(e) == <<e.id, e.attempt>>
+
+\* A call that returned False: Queue agrees it is no step, and nothing changes.
+Refused(notLive) == notLive /\ UNCHANGED vars
+
+Match(e) ==
+    /\ now = e.now
+    /\ CASE e.op = "send" -> Send(e.id)
+         [] e.op = "receive" ->
+                /\ visible # <<>>
+                /\ Head(visible) = e.id
+                /\ msgs[e.id].attempt + 1 = e.attempt
+                /\ Receive(e.vt)
+         [] e.op = "delete" ->
+                IF e.ok THEN Delete(Rcpt(e)) ELSE Refused(~Live(Rcpt(e)))
+         [] e.op = "retry" ->
+                IF e.ok THEN Retry(Rcpt(e)) ELSE Refused(~Live(Rcpt(e)))
+         [] e.op = "change_visibility" ->
+                IF e.ok THEN ChangeVisibility(Rcpt(e), e.t) ELSE Refused(~Live(Rcpt(e)))
+         [] e.op = "cancel" ->
+                IF e.ok THEN Cancel(e.id)
+                ELSE Refused(~(e.id \in Accepted /\ IsActive(e.id)))
+         [] e.op = "expire" ->
+                /\ ExpiryOrder = e.released
+                /\ IF e.released = <<>> THEN UNCHANGED vars ELSE Expire
+
+TraceNext ==
+    /\ step < Len(Trace)
+    /\ \/ Match(Trace[step + 1]) /\ step' = step + 1
+       \/ now < Trace[step + 1].now /\ Tick /\ UNCHANGED step
+    /\ [Next]_vars
+
+TraceSpec == TraceInit /\ [][TraceNext]_traceVars
+
+\* VIOLATED EXACTLY WHEN THE TRACE IS ACCEPTED (see the header).
+TraceIncomplete == step < Len(Trace)
+=============================================================================
