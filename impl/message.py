@@ -27,6 +27,10 @@ class Receipt:
     def __post_init__(self) -> None:
         # Only the field types are checked: any receipt of the right shape is a fair question
         # to ask a queue, which answers False for one it did not issue or that is not live.
+        # One fast test first (``type(x) is int`` also rejects bool): a receipt is made for
+        # every delivery, and the loop below alone cost about 0.5 µs of each.
+        if type(self.queue) is int and type(self.attempt) is int and isinstance(self.id, str):
+            return
         for name, value, kind in (("queue", self.queue, int), ("attempt", self.attempt, int)):
             if not isinstance(value, kind) or isinstance(value, bool):
                 raise TypeError(f"{name} must be an int, got {type(value).__name__}")

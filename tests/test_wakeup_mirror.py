@@ -9,15 +9,15 @@ Each test mirrors one expected-to-fail model:
   ``not_empty`` once, however many messages it re-queued. Of two blocked receivers one sleeps
   beside a visible message. With the real queue (one notify per message) both are woken.
 
-The bug is injected by subclassing: during ``_expire`` the queue's ``not_empty`` is swapped for a
-condition on the same lock whose ``notify`` is muted (entirely, or after the first call). The
-waiters sleep on the real condition, so a muted notify reaches nobody -- exactly the bug.
+The bug is injected by subclassing: during ``_expire`` the queue's ``_notify`` of ``not_empty``
+is muted (entirely, or after the first call), so a muted notify reaches nobody -- exactly the
+bug.
 
-The clock: ``FakeClock.advance`` wakes EVERY waiter on the clock, even one without a deadline.
-That spurious wakeup would make a blocked receiver re-check after the advance and could hide the
-lost notify, depending on who takes the lock first. :class:`TimedOnlyClock` wakes only timed
-waits on an advance, as the real clock does (an untimed ``Condition.wait`` is woken only by a
-notify), so the outcome is decided by the notifies alone, deterministically.
+The clock: ``FakeClock.advance`` wakes only timed waits whose deadline it reaches, as the real
+clock does (an untimed ``Condition.wait`` is woken only by a notify), so the outcome is decided
+by the notifies alone, deterministically. :class:`TimedOnlyClock` adds a count, per condition,
+of the threads asleep on it without a deadline, so a test can wait until a receiver is asleep
+on ``not_empty`` before it moves the clock.
 
 A receiver "still blocked" is checked after a bounded wait (2 s) that in the buggy queue always
 runs out, because nothing will ever notify it; in the real queue the same wait ends at once.
@@ -37,10 +37,9 @@ NEVER = 2.0
 
 
 class TimedOnlyClock(FakeClock):
-    """A FakeClock whose advance wakes timed waits only, like the real clock.
+    """A FakeClock that counts, per condition, the threads in an untimed wait on it.
 
-    An untimed wait is woken only by a notify. The clock counts, per condition, the threads in
-    such a wait, so a test can wait until a receiver is asleep (:meth:`wait_for_sleepers`).
+    So a test can wait until a receiver is asleep on ``not_empty`` (:meth:`wait_for_sleepers`).
     """
 
     def __init__(self) -> None:
@@ -70,32 +69,28 @@ class TimedOnlyClock(FakeClock):
             return self._sleepers_changed.wait_for(lambda: self._sleepers.get(cond, 0) >= n, BOUND)
 
 
-class _Muted(threading.Condition):
-    """A condition on the queue's lock whose notifies reach the real one only ``allowed`` times."""
-
-    def __init__(self, real: threading.Condition, lock: threading.Lock, allowed: int) -> None:
-        super().__init__(lock)
-        self._real = real
-        self._allowed = allowed
-
-    def notify(self, n: int = 1) -> None:
-        if self._allowed > 0:
-            self._allowed -= 1
-            self._real.notify(n)
-
-
 class SweepWithoutNotify(Queue[str]):
-    """impl.Queue with ``Bug = "sweep_no_notify"``: a sweep wakes no receiver."""
+    """impl.Queue with ``Bug = "sweep_no_notify"``: a sweep wakes no receiver.
+
+    During ``_expire``, notifies of ``not_empty`` reach the waiters only ``allowed`` times.
+    """
 
     allowed = 0
 
     def _expire(self, now: float) -> None:
-        real = self.not_empty
-        self.not_empty = _Muted(real, self.mutex, self.allowed)
+        self._sweep_notifies_left: int | None = self.allowed
         try:
             super()._expire(now)
         finally:
-            self.not_empty = real
+            self._sweep_notifies_left = None
+
+    def _notify(self, cond: threading.Condition) -> None:
+        left = getattr(self, "_sweep_notifies_left", None)
+        if cond is self.not_empty and left is not None:
+            if left == 0:
+                return  # the bug: this notify is lost
+            self._sweep_notifies_left = left - 1
+        super()._notify(cond)
 
 
 class SweepNotifyOnce(SweepWithoutNotify):
