@@ -1,0 +1,341 @@
+"""Benchmarks of ``impl.Queue``, each figure beside a baseline measured in the same run.
+
+    python -m impl.bench                      # full run, about 2 minutes on 2 cores
+    python -m impl.bench --quick              # small sizes, a few seconds (the test's mode)
+    python -m impl.bench --json docs/bench/bench.json --plot docs/bench/bench.png
+
+Prints one table: the figure, its baseline, their ratio (always figure / baseline) and, where
+the project sets one, the target with PASS or FAIL. Each figure is the median of ``--repeat``
+runs; the runs of a figure and of its baseline are interleaved, so background load hits both.
+The optional baselines (persist-queue, moto) are skipped with a note when not installed.
+``--check`` makes the exit status 1 when a target fails (the default is 0: a benchmark on a
+shared machine reports, it does not gate).
+
+What each figure means, and how it is measured, is in ``impl.bench_cycle``,
+``impl.bench_state`` and ``impl.bench_realtime``; ``docs/benchmarks.md`` has a recorded run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any
+
+from impl import bench_cycle, bench_plot, bench_realtime, bench_state
+from impl.bench_report import Row, format_notes, format_table, ratio, to_json
+
+
+@dataclass(frozen=True)
+class Sizes:
+    """How much work each benchmark does."""
+
+    cycles: int  # messages per throughput run of impl.Queue and queue.Queue
+    pq_cycles: int  # ... of persist-queue (SQLite is slower)
+    moto_cycles: int  # ... of moto (HTTP-shaped calls, milliseconds each)
+    threads: tuple[tuple[int, int], ...]
+    in_flight: tuple[int, ...]  # loads for the time-per-cycle curve; first and last are compared
+    window: int  # cycles per timed window at each load
+    expiry: int
+    memory: int
+    idle_in_flight: int
+    idle_receivers: int
+    idle_window: float  # seconds; figures are scaled to CPU per 2 s
+    redeliveries: int
+    vt: float  # visibility timeout of the redelivery benchmark, seconds
+
+
+FULL = Sizes(
+    cycles=24_000,
+    pq_cycles=2_400,
+    moto_cycles=240,
+    threads=((1, 1), (4, 4), (8, 8)),
+    in_flight=(1_000, 10_000, 100_000, 1_000_000),
+    window=20_000,
+    expiry=100_000,
+    memory=100_000,
+    idle_in_flight=10_000,
+    idle_receivers=8,
+    idle_window=2.0,
+    redeliveries=200,
+    vt=0.01,
+)
+
+QUICK = replace(
+    FULL,
+    cycles=1_600,
+    pq_cycles=160,
+    moto_cycles=16,
+    in_flight=(1_000, 10_000),
+    window=2_000,
+    expiry=5_000,
+    memory=5_000,
+    idle_in_flight=1_000,
+    idle_window=0.25,
+    redeliveries=20,
+)
+
+#: The two systems every throughput row compares, plus the optional baselines by import name.
+IMPL = "impl.Queue"
+STDLIB = "queue.Queue"
+PERSIST = "persist-queue"
+MOTO = "moto SQS"
+
+
+@dataclass(frozen=True)
+class Target:
+    """A goal for one row: ``what`` (its ratio or its value) ``op`` ``limit``."""
+
+    what: str  # "ratio" or "value"
+    op: str  # ">=" or "<="
+    limit: float
+    text: str
+
+    def met(self, row: Row) -> bool | None:
+        x = row.ratio if self.what == "ratio" else row.value
+        if x is None:
+            return None
+        return x >= self.limit if self.op == ">=" else x <= self.limit
+
+
+#: The project's targets, by row key (README: "Benchmarks").
+TARGETS = {
+    "cycle_4x4_vs_queue": Target("ratio", ">=", 0.5, "ratio >= 0.5"),
+    "cycle_4x4_vs_moto": Target("ratio", ">=", 10.0, "ratio >= 10"),
+    "cycle_time_largest": Target("ratio", "<=", 1.5, "ratio <= 1.5"),
+    "idle_cpu": Target("value", "<=", 10.0, "< 10 ms per 2 s"),
+    "redelivery_median": Target("value", "<=", 2.0, "< 2 ms"),
+}
+
+
+def progress(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def _median(xs: list[float]) -> float:
+    return statistics.median(xs)
+
+
+def row(
+    key: str, name: str, unit: str, value: float, label: str, base: float, note: str = ""
+) -> Row:
+    """A measured row: ``value`` beside the baseline ``base`` (named ``label``), and their ratio."""
+    return Row(key, name, unit, value, label, base, ratio(value, base), note=note)
+
+
+def throughput(sizes: Sizes, repeat: int) -> tuple[list[Row], dict[str, list[float | None]]]:
+    """Cycle throughput rows for every thread configuration, and the series for the plot."""
+    pq = bench_cycle.optional("persistqueue")
+    moto, boto3 = bench_cycle.optional("moto"), bench_cycle.optional("boto3")
+    systems: dict[str, Callable[[int, int], float] | None] = {
+        IMPL: lambda p, c: bench_cycle.impl_queue(sizes.cycles, p, c),
+        STDLIB: lambda p, c: bench_cycle.stdlib_queue(sizes.cycles, p, c),
+        PERSIST: None
+        if pq is None
+        else lambda p, c: bench_cycle.persist_queue(pq, sizes.pq_cycles, p, c),
+        MOTO: None
+        if moto is None or boto3 is None
+        else lambda p, c: bench_cycle.moto_sqs(moto, boto3, sizes.moto_cycles, p, c),
+    }
+    runs: dict[tuple[str, tuple[int, int]], list[float]] = {}
+    for r in range(repeat):
+        for config in sizes.threads:
+            progress(f"  throughput {config[0]}/{config[1]} threads, run {r + 1}/{repeat}")
+            for name, run in systems.items():
+                if run is not None:
+                    runs.setdefault((name, config), []).append(run(*config))
+    med = {k: _median(v) for k, v in runs.items()}
+
+    rows = []
+    baselines = [
+        (STDLIB, "queue", "queue.Queue put+get", "python stdlib"),
+        (PERSIST, "persistqueue", "persist-queue SQLiteAckQueue(':memory:')", "persist-queue"),
+        (MOTO, "moto", "moto mock_aws SQS via boto3", "moto[sqs] boto3"),
+    ]
+    for system, short, label, package in baselines:
+        for p, c in sizes.threads:
+            key = f"cycle_{p}x{c}_vs_{short}"
+            name = f"cycle throughput {p}/{c} threads vs {system}"
+            base = med.get((system, (p, c)))
+            if base is None:
+                skip = f"skipped (pip install {package})"
+                rows.append(Row(key, name, "cycles/s", None, label, None, None, note=skip))
+                continue
+            rows.append(row(key, name, "cycles/s", med[(IMPL, (p, c))], label, base))
+    series = {name: [med.get((name, config)) for config in sizes.threads] for name in systems}
+    return rows, series
+
+
+def scaling(sizes: Sizes, repeat: int) -> tuple[list[Row], dict[str, list[float]]]:
+    """Time per cycle at each load; the largest load is compared with the smallest."""
+    loads = ", ".join(f"{n:,}" for n in sizes.in_flight)
+    progress(f"  time per cycle with {loads} in flight")
+    times = bench_state.cycle_times(sizes.in_flight, sizes.window, repeat)
+
+    rows = []
+    first = times[0]
+    for i, t in enumerate(times):
+        us = t.seconds * 1e6
+        notes = [f"setup {t.setup_seconds:.1f} s"]
+        if t.rss_growth is not None and t.rss_growth >= 2**24:  # smaller: lost in reused memory
+            notes.append(f"RSS +{t.rss_growth / 2**20:,.0f} MiB ({t.rss_growth / t.n:,.0f} B/msg)")
+        notes.append(f"heap rebuild pause {t.rebuild_seconds * 1e3:.1f} ms")
+        if t.rebuild_share:
+            notes.append(f"its share {t.rebuild_share * 1e6:.2f} µs/cycle included")
+        note = "; ".join(notes)
+        name = f"time per cycle, {t.n:,} in flight"
+        if i == 0:
+            label, base = f"queue.Queue put+get, {t.n:,} queued", t.stdlib_seconds * 1e6
+            rows.append(row("cycle_time_smallest", name, "µs", us, label, base, note))
+        else:
+            key = "cycle_time_largest" if i == len(times) - 1 else f"cycle_time_{t.n}"
+            label, base = f"impl.Queue, {first.n:,} in flight", first.seconds * 1e6
+            rows.append(row(key, name, "µs", us, label, base, note))
+    series = {
+        IMPL: [t.seconds * 1e6 for t in times],
+        STDLIB: [t.stdlib_seconds * 1e6 for t in times],
+    }
+    return rows, series
+
+
+def expiry_and_memory(sizes: Sizes, repeat: int) -> list[Row]:
+    progress(f"  expiry of {sizes.expiry:,} messages")
+    rate = bench_state.expiry(sizes.expiry, repeat)
+    put_rate = bench_state.stdlib_put_rate(sizes.expiry, repeat)
+    progress(f"  memory of {sizes.memory:,} in-flight messages")
+    mem = bench_state.memory(sizes.memory)
+    base_mem = bench_state.stdlib_memory(sizes.memory)
+    n = sizes.expiry
+    return [
+        row("expiry_rate", f"sweep() re-queues {n:,} expired", "msgs/s", rate,
+            f"queue.Queue.put of {n:,}", put_rate),
+        row("memory_in_flight", "memory per in-flight message, body excluded", "B", mem,
+            "queue.Queue of (32-char id, body)", base_mem,
+            "tracemalloc; id, record, indexes, heap entry"),
+    ]  # fmt: skip
+
+
+def realtime(sizes: Sizes, repeat: int) -> list[Row]:
+    per_2s = 2.0 / sizes.idle_window
+    idle, base_idle = [], []
+    for r in range(repeat):
+        progress(f"  idle CPU, run {r + 1}/{repeat}")
+        idle.append(
+            bench_realtime.idle_cpu(sizes.idle_in_flight, sizes.idle_receivers, sizes.idle_window)
+        )
+        base_idle.append(bench_realtime.stdlib_idle_cpu(sizes.idle_receivers, sizes.idle_window))
+    idle_ms = _median(idle) * per_2s * 1e3
+    base_ms = _median(base_idle) * per_2s * 1e3
+
+    progress(f"  redelivery lateness, {sizes.redeliveries} samples")
+    late = bench_realtime.redelivery(sizes.redeliveries, sizes.vt)
+    base_late = bench_realtime.stdlib_timed_wait(sizes.redeliveries, sizes.vt)
+    med, base_med = late.quantile(0.5) * 1e3, base_late.quantile(0.5) * 1e3
+    p99, base_p99 = late.quantile(0.99) * 1e3, base_late.quantile(0.99) * 1e3
+    vt_ms = f"vt {sizes.vt * 1e3:g} ms, {sizes.redeliveries} samples"
+    waited = "timed wait queue.Queue.get(timeout=vt)"
+    k = sizes.idle_receivers
+    return [
+        row("idle_cpu", f"idle CPU: {sizes.idle_in_flight:,} in flight, {k} receivers blocked",
+            "ms per 2 s", idle_ms, f"queue.Queue, {k} get() blocked", base_ms,
+            f"window {sizes.idle_window:g} s, whole process"),
+        row("redelivery_median", "redelivery lateness, median", "ms", med, waited, base_med, vt_ms),
+        row("redelivery_p99", "redelivery lateness, p99", "ms", p99, waited, base_p99, vt_ms),
+    ]  # fmt: skip
+
+
+def judge(rows: list[Row]) -> list[Row]:
+    """Attach each row's target and verdict."""
+    out = []
+    for r in rows:
+        target = TARGETS.get(r.key)
+        out.append(r if target is None else replace(r, target=target.text, passed=target.met(r)))
+    return out
+
+
+def run(sizes: Sizes, repeat: int) -> tuple[list[Row], dict[str, Any]]:
+    """Every benchmark, in order; the judged rows and the series for the plot."""
+    progress("cycle throughput")
+    rows, thr = throughput(sizes, repeat)
+    progress("scaling")
+    scale_rows, times = scaling(sizes, repeat)
+    progress("expiry and memory")
+    rows += scale_rows + expiry_and_memory(sizes, repeat)
+    progress("real-clock behaviour")
+    rows += realtime(sizes, repeat)
+    series = {
+        "threads": [list(c) for c in sizes.threads],
+        "throughput": thr,
+        "in_flight": list(sizes.in_flight),
+        "cycle_time_us": times,
+    }
+    return judge(rows), series
+
+
+def main(argv: list[str] | None = None) -> int:
+    summary = (__doc__ or "").split("\n")[0]
+    parser = argparse.ArgumentParser(prog="python -m impl.bench", description=summary)
+    parser.add_argument("--quick", action="store_true", help="small sizes: a smoke run")
+    parser.add_argument(
+        "--repeat", type=int, help="runs per figure, median reported (default 3; 1 with --quick)"
+    )
+    parser.add_argument("--json", metavar="PATH", help="also write the report as JSON")
+    parser.add_argument("--plot", metavar="PATH", help="also write a PNG plot (needs matplotlib)")
+    parser.add_argument("--check", action="store_true", help="exit 1 if a target fails")
+    args = parser.parse_args(argv)
+    repeat = args.repeat if args.repeat is not None else (1 if args.quick else 3)
+    if repeat < 1:
+        parser.error("--repeat must be >= 1")
+    if args.plot and not bench_plot.available():
+        # Refuse before minutes of measuring, not after.
+        parser.error("--plot needs matplotlib, which is not installed: pip install matplotlib")
+    sizes = QUICK if args.quick else FULL
+
+    load_before = os.getloadavg()
+    t0 = time.perf_counter()
+    rows, series = run(sizes, repeat)
+    seconds = time.perf_counter() - t0
+    load_after = os.getloadavg()
+
+    context = (
+        f"{'quick' if args.quick else 'full'} run, median of {repeat}, {seconds:.0f} s; "
+        f"Python {platform.python_version()}, {os.cpu_count()} CPUs, "
+        f"load average {load_before[0]:.2f} before, {load_after[0]:.2f} after"
+    )
+    print(format_table(rows))
+    print()
+    print(format_notes(rows))
+    print()
+    print(context)
+    if args.json:
+        report = {
+            "command": " ".join(
+                ["python -m impl.bench", *(sys.argv[1:] if argv is None else argv)]
+            ),
+            "quick": args.quick,
+            "repeat": repeat,
+            "seconds": seconds,
+            "python": platform.python_version(),
+            "cpus": os.cpu_count(),
+            "load_before": list(load_before),
+            "load_after": list(load_after),
+            "rows": to_json(rows),
+            "series": series,
+        }
+        with open(args.json, "w") as f:
+            json.dump(report, f, indent=2, ensure_ascii=False)
+            f.write("\n")
+    if args.plot:
+        bench_plot.plot(series, args.plot, "impl.Queue benchmarks — " + context)
+    failed = [r.key for r in rows if r.passed is False]
+    return 1 if args.check and failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

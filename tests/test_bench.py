@@ -1,0 +1,142 @@
+"""The benchmark command runs and reports every figure beside its baseline (speed not asserted).
+
+``python -m impl.bench --quick`` is run once for the whole module, as a user would run it; the
+tests then read its table and its JSON. How fast anything is depends on the machine and its
+load, so no test here judges a figure; they check that each one was measured, has a baseline
+and a ratio consistent with both, and that targets are judged and shown.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from impl.bench import TARGETS, Target
+from impl.bench_cycle import optional
+from impl.bench_report import Row, format_table
+
+ROOT = Path(__file__).resolve().parent.parent
+
+#: Every figure the brief asks for, by row key.
+EXPECTED_KEYS = {
+    *(
+        f"cycle_{c}_vs_{b}"
+        for c in ("1x1", "4x4", "8x8")
+        for b in ("queue", "persistqueue", "moto")
+    ),
+    "cycle_time_smallest",
+    "cycle_time_largest",
+    "expiry_rate",
+    "memory_in_flight",
+    "idle_cpu",
+    "redelivery_median",
+    "redelivery_p99",
+}
+
+
+@pytest.fixture(scope="module")
+def quick_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    out = tmp_path_factory.mktemp("bench")
+    cmd = [sys.executable, "-m", "impl.bench", "--quick", "--json", str(out / "bench.json")]
+    if optional("matplotlib") is not None:
+        cmd += ["--plot", str(out / "bench.png")]
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads((out / "bench.json").read_text())
+    return {"stdout": proc.stdout, "report": report, "dir": out}
+
+
+def test_every_figure_is_reported(quick_run: dict[str, Any]) -> None:
+    keys = [r["key"] for r in quick_run["report"]["rows"]]
+    assert len(keys) == len(set(keys))
+    assert set(keys) >= EXPECTED_KEYS
+
+
+def test_each_row_has_a_figure_a_baseline_and_their_ratio(quick_run: dict[str, Any]) -> None:
+    for r in quick_run["report"]["rows"]:
+        if r["skipped"]:
+            assert r["value"] is None and r["note"].startswith("skipped (pip install "), r
+            continue
+        assert isinstance(r["value"], int | float) and r["value"] >= 0, r
+        assert isinstance(r["baseline"], int | float) and r["baseline"] > 0, r
+        assert r["baseline_name"], r
+        assert math.isclose(r["ratio"], r["value"] / r["baseline"], rel_tol=1e-9), r
+
+
+def test_optional_baselines_run_when_installed(quick_run: dict[str, Any]) -> None:
+    rows = {r["key"]: r for r in quick_run["report"]["rows"]}
+    installed = {
+        "persistqueue": optional("persistqueue") is not None,
+        "moto": optional("moto") is not None and optional("boto3") is not None,
+    }
+    for short, present in installed.items():
+        assert rows[f"cycle_4x4_vs_{short}"]["skipped"] is not present
+
+
+def test_targets_are_judged_and_shown(quick_run: dict[str, Any]) -> None:
+    rows = {r["key"]: r for r in quick_run["report"]["rows"]}
+    table = quick_run["stdout"]
+    for key, target in TARGETS.items():
+        r = rows[key]
+        assert r["target"] == target.text
+        if not r["skipped"]:
+            assert isinstance(r["passed"], bool)
+            line = next(ln for ln in table.splitlines() if ln.startswith(f"| {r['name']} "))
+            assert ("PASS" if r["passed"] else "FAIL") in line
+    untargeted = [r for r in rows.values() if r["key"] not in TARGETS]
+    assert all(r["passed"] is None and r["target"] == "" for r in untargeted)
+
+
+def test_table_has_one_line_per_row(quick_run: dict[str, Any]) -> None:
+    lines = [ln for ln in quick_run["stdout"].splitlines() if ln.startswith("| ")]
+    assert lines[0].split("|")[1].strip() == "benchmark"
+    assert len(lines) == 1 + len(quick_run["report"]["rows"])
+
+
+def test_series_for_the_plot(quick_run: dict[str, Any]) -> None:
+    series = quick_run["report"]["series"]
+    assert len(series["throughput"]["impl.Queue"]) == len(series["threads"]) == 3
+    assert len(series["cycle_time_us"]["impl.Queue"]) == len(series["in_flight"])
+    if optional("matplotlib") is not None:
+        assert (quick_run["dir"] / "bench.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_plot_without_matplotlib_fails_at_once_with_a_clear_message(tmp_path: Path) -> None:
+    # None in sys.modules makes "import matplotlib" raise ImportError, as when not installed.
+    code = (
+        "import sys; sys.modules['matplotlib'] = None; from impl.bench import main; "
+        f"sys.exit(main(['--quick', '--plot', {str(tmp_path / 'x.png')!r}]))"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
+    assert proc.returncode == 2
+    assert "pip install matplotlib" in proc.stderr
+    assert proc.stdout == "" and not (tmp_path / "x.png").exists()
+
+
+def test_target_verdicts() -> None:
+    at_least = Target("ratio", ">=", 0.5, "ratio >= 0.5")
+    at_most = Target("value", "<=", 2.0, "< 2 ms")
+
+    def measured(value: float, baseline: float) -> Row:
+        return Row("k", "n", "u", value, "b", baseline, value / baseline)
+
+    assert at_least.met(measured(6.0, 10.0)) is True
+    assert at_least.met(measured(4.0, 10.0)) is False
+    assert at_most.met(measured(1.5, 100.0)) is True
+    assert at_most.met(measured(2.5, 0.1)) is False
+    assert at_least.met(Row("k", "n", "u", None, "b", None, None)) is None
+
+
+def test_skipped_row_is_shown_as_skipped() -> None:
+    skipped = Row("k", "cycle vs moto", "cycles/s", None, "moto", None, None,
+                  note="skipped (pip install moto[sqs] boto3)")  # fmt: skip
+    line = format_table([skipped]).splitlines()[-1]
+    assert "skipped (pip install moto[sqs] boto3)" in line and line.rstrip(" |").endswith("skipped")

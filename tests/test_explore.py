@@ -1,0 +1,217 @@
+"""Tests of the breadth-first explorer (``spec.explore``).
+
+Three things: the explorer agrees with state counts worked out by hand for tiny bounds; on
+larger small bounds it finishes in seconds, finds no violation and gives the same figures every
+run; and it *does* report a violated invariant by name, with a trace, when a transition is
+broken (the broken transition is patched into ``spec.explore``'s namespace for one test).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+
+import pytest
+
+import spec.explore
+from spec import transitions
+from spec.explore import Bounds, explore
+from spec.state import Delivery, Receipt, State, Time
+
+# -- counts worked out by hand ------------------------------------------------------------------
+#
+# One id "a", capacity 1, the clock stuck at 0, visibility timeout 1 (so nothing ever expires),
+# at most one delivery. Writing V/F/D/C for visible/in flight/done/cancelled and the attempt:
+#
+#   (empty) --Send(a)--> V0 --Receive(1)--> F1 --Delete(a)--> D1
+#                         |                  |--Retry(a)---> V1 --Cancel(a)--> C1
+#                         |                  `--Cancel(a)---------------------> C1
+#                         `--Cancel(a)--> C0
+#
+# 7 states (empty, V0, F1, D1, V1, C0, C1), 7 edges, longest shortest path 3.
+
+ONE = Bounds(ids=("a",), capacity=1, max_attempt=1, visibility_timeouts=(1,), max_time=0)
+
+
+def test_one_id_no_time_matches_the_hand_count() -> None:
+    g = explore(ONE)
+    assert g.violations == []
+    assert (g.states, len(g.edges), g.depth) == (7, 7, 3)
+    labels = sorted(label for _, label, _ in g.edges)
+    assert labels == sorted(
+        ["Send(a)", "Receive(1)", "Cancel(a)", "Delete(a)", "Retry(a)", "Cancel(a)", "Cancel(a)"]
+    )
+
+
+def test_dead_letter_bound_matches_the_hand_count() -> None:
+    # As above with max_receives 1: Retry from F1 dead-letters, so V1 (and its Cancel) is gone
+    # and a DEAD state takes its place: empty, V0, F1, D1, DEAD1, C0, C1 with 6 edges.
+    g = explore(replace(ONE, max_receives=1, max_attempt=2))
+    assert g.violations == []
+    assert (g.states, len(g.edges)) == (7, 6)
+    dead = [node for node in g.nodes if node[0].dead]
+    assert len(dead) == 1 and dead[0][0].dead == ("a",)
+
+
+def test_one_tick_matches_the_hand_count() -> None:
+    # The 7 states at time 0, each ticked to time 1 (7 more), plus one state only reachable at
+    # time 1: a receive at time 1 has deadline 2, unlike F1 ticked from time 0 (deadline 1).
+    g = explore(replace(ONE, max_time=1))
+    assert g.violations == []
+    assert g.states == 7 + 7 + 1
+    expire_edges = [e for e in g.labelled_edges() if e[1] == "Expire"]
+    assert len(expire_edges) == 1, "only F1 with deadline 1 at time 1 is due"
+    (before, _), _, (after, _) = expire_edges[0]
+    assert before.in_flight == ("a",) and after.visible == ("a",)
+
+
+def test_visibility_timeout_none_never_expires() -> None:
+    # Without deadlines a receive at time 1 is the same state as one at time 0 ticked: 7 + 7.
+    g = explore(replace(ONE, visibility_timeouts=(None,), max_time=1))
+    assert g.violations == []
+    assert g.states == 14
+    assert all(label != "Expire" for _, label, _ in g.edges)
+
+
+# -- larger small bounds: no violation, fast, stable --------------------------------------------
+
+SMALL = Bounds(
+    ids=("a", "b"),
+    capacity=2,
+    max_receives=2,
+    max_attempt=2,
+    visibility_timeouts=(1, None),
+    extend_timeouts=(0, 2),
+    max_time=2,
+)
+
+
+@pytest.mark.parametrize(
+    "bounds",
+    [
+        Bounds(),
+        SMALL,
+        replace(SMALL, capacity=1, max_receives=None),
+        replace(SMALL, ids=("a", "b", "c"), capacity=2, extend_timeouts=(), max_time=1),
+        replace(SMALL, capacity=0),
+        replace(SMALL, capacity=None, max_time=1),
+    ],
+    ids=["default", "small", "capacity-1", "three-ids", "capacity-0", "unbounded"],
+)
+def test_small_bounds_hold_every_invariant_and_are_stable(bounds: Bounds) -> None:
+    started = time.perf_counter()
+    g = explore(bounds, stop_at_first_violation=False)
+    assert time.perf_counter() - started < 20, "small bounds must finish in seconds"
+    assert g.violations == [] and g.trace == []
+    assert g.states > 1 or bounds.capacity == 0
+    again = explore(bounds, stop_at_first_violation=False)
+    assert (again.states, again.edges, again.depth) == (g.states, g.edges, g.depth)
+    assert list(again.nodes) == list(g.nodes), "BFS numbering is deterministic"
+
+
+def test_capacity_zero_has_only_the_empty_queue() -> None:
+    g = explore(replace(SMALL, capacity=0))
+    assert g.states == SMALL.max_time + 1  # the empty queue at each time
+    assert all(label == "Tick" for _, label, _ in g.edges)
+
+
+# -- a broken transition is caught, by name, with a trace ---------------------------------------
+
+
+def receive_forgets_in_flight(
+    s: State, now: Time, vt: Time | None
+) -> tuple[State, Delivery | None]:
+    after, d = transitions.receive(s, now, vt)
+    return replace(after, in_flight=s.in_flight), d
+
+
+def retry_to_the_head(s: State, r: Receipt) -> tuple[State, bool]:
+    after, ok = transitions.retry(s, r)
+    if ok and after.visible and after.visible[-1] == r.id:
+        after = replace(after, visible=(r.id, *after.visible[:-1]))
+    return after, ok
+
+
+def send_ignores_capacity(s: State, id: str, body: str) -> tuple[State, bool]:
+    unbounded = replace(s, config=replace(s.config, capacity=None))
+    after, ok = transitions.send(unbounded, id, body)
+    return (replace(after, config=s.config), True) if ok else (s, False)
+
+
+def delete_forgets_the_message(s: State, r: Receipt) -> tuple[State, bool]:
+    after, ok = transitions.delete(s, r)
+    if ok:
+        after = replace(after, messages=tuple(m for m in after.messages if m.id != r.id))
+    return after, ok
+
+
+def delete_resets_the_attempt(s: State, r: Receipt) -> tuple[State, bool]:
+    after, ok = transitions.delete(s, r)
+    if ok:
+        m = after.get(r.id)
+        assert m is not None
+        after = after.with_msg(replace(m, attempt=0))
+    return after, ok
+
+
+def cancel_leaves_it_visible(s: State, id: str) -> tuple[State, bool]:
+    after, ok = transitions.cancel(s, id)
+    return (replace(after, visible=s.visible), ok) if ok else (after, ok)
+
+
+TWO = Bounds(ids=("a", "b"), capacity=1, max_attempt=1, visibility_timeouts=(1,), max_time=0)
+TWO_ROOMY = replace(TWO, capacity=2)
+
+
+@pytest.mark.parametrize(
+    ("name", "bug", "bounds", "invariant", "trace"),
+    [
+        ("receive", receive_forgets_in_flight, ONE, "OneState", ["Send(a)", "Receive(1)"]),
+        ("send", send_ignores_capacity, TWO, "CapacityBound", ["Send(a)", "Send(b)"]),
+        (
+            "delete",
+            delete_forgets_the_message,
+            ONE,
+            "IdsReserved",
+            ["Send(a)", "Receive(1)", "Delete(a)"],
+        ),
+        (
+            "delete",
+            delete_resets_the_attempt,
+            ONE,
+            "AttemptsCount",
+            ["Send(a)", "Receive(1)", "Delete(a)"],
+        ),
+        ("cancel", cancel_leaves_it_visible, ONE, "OneState", ["Send(a)", "Cancel(a)"]),
+        ("retry", retry_to_the_head, TWO_ROOMY, "FifoVisible", None),
+    ],
+    ids=[
+        "receive-forgets-in-flight",
+        "send-ignores-capacity",
+        "delete-forgets-message",
+        "delete-resets-attempt",
+        "cancel-leaves-visible",
+        "retry-to-head",
+    ],
+)
+def test_a_broken_transition_is_reported_by_invariant_name_with_a_trace(
+    monkeypatch: pytest.MonkeyPatch,
+    name: str,
+    bug: object,
+    bounds: Bounds,
+    invariant: str,
+    trace: list[str] | None,
+) -> None:
+    assert explore(bounds).violations == [], "the bounds are clean before the bug goes in"
+    assert hasattr(spec.explore, name), f"spec.explore no longer calls {name} by that name"
+    monkeypatch.setattr(spec.explore, name, bug)
+    g = explore(bounds)
+    assert g.violations, f"the explorer missed a broken {name}"
+    assert any(r.startswith(f"{invariant}: ") for r in g.violations), g.violations
+    assert g.trace, "a violation comes with the path that leads to it"
+    if trace is not None:
+        assert g.trace == trace
+    else:
+        # Shortest way to put a released message ahead of another visible one.
+        assert g.trace[-1] == "Retry(a)" and len(g.trace) == 4
+        assert sorted(g.trace[:-1]) == ["Receive(1)", "Send(a)", "Send(b)"]

@@ -1,0 +1,492 @@
+"""Targeted tests of the spec: each row of the contract's transition table, each rejection.
+
+Every expected value here is written from the contract (``../shared/contract.md``, section 2),
+not read back from the spec. Every test also checks that the invariants hold along the way
+(:func:`run`), so a transition that gets the answer right but breaks the state still fails.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from spec import (
+    Config,
+    Delivery,
+    Receipt,
+    State,
+    Status,
+    cancel,
+    change_visibility,
+    delete,
+    due,
+    expire,
+    initial,
+    next_deadline,
+    receive,
+    retry,
+    send,
+    step_violations,
+    violations,
+)
+
+
+def checked(before: State, after: State) -> State:
+    """``after``, once every state and step invariant has been checked for the step."""
+    assert violations(after) == []
+    assert step_violations(before, after) == []
+    return after
+
+
+def queue(*ids: str, capacity: int | None = None, max_receives: int | None = None) -> State:
+    """A queue holding ``ids`` (body: the id upper-cased), all visible, in that order."""
+    s = initial(Config(capacity=capacity, max_receives=max_receives))
+    for id in ids:
+        after, ok = send(s, id, id.upper())
+        assert ok
+        s = checked(s, after)
+    return s
+
+
+def take(s: State, now: float = 0.0, vt: float | None = 10.0) -> tuple[State, Delivery]:
+    after, d = receive(s, now, vt)
+    assert d is not None
+    return checked(s, after), d
+
+
+def status(s: State, id: str) -> Status:
+    m = s.get(id)
+    assert m is not None
+    return m.status
+
+
+def attempt(s: State, id: str) -> int:
+    m = s.get(id)
+    assert m is not None
+    return m.attempt
+
+
+def deadline(s: State, id: str) -> float | None:
+    m = s.get(id)
+    assert m is not None
+    return m.deadline
+
+
+# -- send -------------------------------------------------------------------------------------
+
+
+def test_send_appends_to_the_tail_of_visible() -> None:
+    s = queue("a", "b")
+    after, ok = send(s, "c", "C")
+    assert ok
+    after = checked(s, after)
+    assert after.visible == ("a", "b", "c")
+    assert after.get("c") is not None and after.get("c") == after.messages[2]
+    assert (status(after, "c"), attempt(after, "c"), deadline(after, "c")) == (
+        Status.VISIBLE,
+        0,
+        None,
+    )
+
+
+def test_send_rejects_a_duplicate_id_of_an_active_message() -> None:
+    s = queue("a")
+    after, ok = send(s, "a", "other")
+    assert not ok and after is s
+
+
+@pytest.mark.parametrize("end", ["delete", "cancel", "dead"])
+def test_send_rejects_an_id_whose_message_has_ended(end: str) -> None:
+    s, d = take(queue("a", max_receives=1))
+    if end == "delete":
+        s, ok = delete(s, d.receipt)
+    elif end == "cancel":
+        s, ok = cancel(s, "a")
+    else:
+        s, ok = retry(s, d.receipt)
+    assert ok and status(s, "a").terminal and s.active == 0
+    after, ok = send(s, "a", "again")
+    assert not ok and after is s
+
+
+def test_send_rejects_when_full_and_accepts_once_room_is_freed() -> None:
+    s = queue("a", "b", capacity=2)
+    after, ok = send(s, "c", "C")
+    assert not ok and after is s
+    s, d = take(s)
+    after, ok = send(s, "c", "C")
+    assert not ok and after is s, "receiving does not free capacity"
+    s, ok = delete(s, d.receipt)
+    assert ok
+    after, ok = send(s, "c", "C")
+    assert ok and checked(s, after).visible == ("b", "c")
+
+
+def test_a_rejected_send_does_not_reserve_its_id() -> None:
+    s = queue("a", capacity=1)
+    s2, ok = send(s, "b", "B")
+    assert not ok and s2 is s
+    s, ok = cancel(s, "a")
+    assert ok
+    after, ok = send(s, "b", "B")
+    assert ok and checked(s, after).visible == ("b",)
+
+
+def test_capacity_zero_accepts_nothing() -> None:
+    s = initial(Config(capacity=0))
+    for id in ("a", "b"):
+        after, ok = send(s, id, "x")
+        assert not ok and after is s
+
+
+def test_capacity_none_is_unbounded() -> None:
+    ids = [f"m{i}" for i in range(50)]
+    s = queue(*ids)
+    assert s.visible == tuple(ids) and s.active == 50
+
+
+def test_separate_queues_share_nothing() -> None:
+    q0 = queue("a")
+    q1 = initial(Config(), queue=1)
+    q1, ok = send(q1, "a", "in queue 1")
+    assert ok, "an id reserved by one queue is free in another"
+    q1, d1 = take(q1)
+    after, ok = delete(q0, Receipt(1, "a", 1))
+    assert not ok and after is q0
+    q0, d0 = take(q0)
+    assert d0.receipt != d1.receipt
+    after, ok = delete(q0, d1.receipt)
+    assert not ok and after is q0, "another queue's receipt with the same id and attempt"
+
+
+# -- receive ----------------------------------------------------------------------------------
+
+
+def test_receive_hands_out_the_head_with_attempt_one_and_a_deadline() -> None:
+    s = queue("a", "b")
+    s2, d = take(s, now=5.0, vt=30.0)
+    assert (d.id, d.body, d.attempt, d.receipt) == ("a", "A", 1, Receipt(0, "a", 1))
+    assert s2.visible == ("b",) and s2.in_flight == ("a",)
+    assert status(s2, "a") is Status.IN_FLIGHT and deadline(s2, "a") == 35.0
+
+
+def test_receive_from_an_empty_queue_returns_nothing_and_the_same_state() -> None:
+    s = initial()
+    after, d = receive(s, 0.0, 1.0)
+    assert d is None and after is s
+    s, _ = take(queue("a"))
+    after, d = receive(s, 0.0, 1.0)
+    assert d is None and after is s, "an in-flight message is not handed out again"
+
+
+def test_receive_with_vt_none_never_expires() -> None:
+    s, d = take(queue("a"), vt=None)
+    assert deadline(s, "a") is None and next_deadline(s) is None
+    after, released = expire(s, 1e12)
+    assert released == () and after == s
+    assert delete(s, d.receipt)[1]
+
+
+@pytest.mark.parametrize(
+    ("name", "now", "vt"),
+    [("now", -1.0, 1.0), ("now", math.nan, 1.0), ("visibility_timeout", 0.0, math.inf)],
+)
+def test_receive_rejects_bad_times(name: str, now: float, vt: float) -> None:
+    with pytest.raises(ValueError, match=name):
+        receive(queue("a"), now, vt)
+
+
+def test_each_delivery_makes_the_next_attempt() -> None:
+    s = queue("a")
+    for n in (1, 2, 3):
+        s, d = take(s)
+        assert d.attempt == n and d.receipt.attempt == n
+        s, ok = retry(s, d.receipt)
+        assert ok and attempt(s, "a") == n, "release keeps the attempt counter"
+
+
+# -- delete and the rejected receipts ------------------------------------------------------------
+
+
+def test_delete_with_a_live_receipt_makes_the_message_done() -> None:
+    s, d = take(queue("a", "b", capacity=2))
+    after, ok = delete(s, d.receipt)
+    assert ok
+    after = checked(s, after)
+    assert status(after, "a") is Status.DONE and after.in_flight == () and after.active == 1
+    assert deadline(after, "a") is None
+    again, ok = delete(after, d.receipt)
+    assert not ok and again is after, "a second delete with the same receipt"
+
+
+def forged(s: State, kind: str) -> Receipt:
+    """A receipt of the named kind for message ``a``, which must be in flight at attempt 2."""
+    assert status(s, "a") is Status.IN_FLIGHT and attempt(s, "a") == 2
+    return {
+        "stale": Receipt(0, "a", 1),
+        "future": Receipt(0, "a", 3),
+        "zero": Receipt(0, "a", 0),
+        "negative": Receipt(0, "a", -1),
+        "unknown id": Receipt(0, "zzz", 2),
+        "another queue's": Receipt(1, "a", 2),
+    }[kind]
+
+
+def in_flight_twice() -> State:
+    """``a`` delivered, given back, delivered again: in flight at attempt 2."""
+    s, d = take(queue("a", "b"))
+    s, ok = retry(s, d.receipt)
+    assert ok
+    s, d = take(s)  # b
+    s, d = take(s)  # a again
+    assert d.id == "a" and d.attempt == 2
+    return s
+
+
+KINDS = ["stale", "future", "zero", "negative", "unknown id", "another queue's"]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("op", ["delete", "retry", "change_visibility", "change_visibility(0)"])
+def test_a_receipt_that_is_not_live_changes_nothing(kind: str, op: str) -> None:
+    s = in_flight_twice()
+    r = forged(s, kind)
+    if op == "delete":
+        after, ok = delete(s, r)
+    elif op == "retry":
+        after, ok = retry(s, r)
+    else:
+        after, ok = change_visibility(s, r, 0.0 if op.endswith("(0)") else 5.0, 1.0)
+    assert ok is False and after is s
+
+
+@pytest.mark.parametrize("end", ["delete", "cancel", "dead"])
+@pytest.mark.parametrize("op", ["delete", "retry", "change_visibility"])
+def test_the_receipt_of_a_terminal_message_is_dead(end: str, op: str) -> None:
+    s, d = take(queue("a", max_receives=1))
+    if end == "delete":
+        s, _ = delete(s, d.receipt)
+    elif end == "cancel":
+        s, _ = cancel(s, "a")
+    else:
+        s, _ = retry(s, d.receipt)
+    assert status(s, "a") is {"delete": Status.DONE, "cancel": Status.CANCELLED}.get(
+        end, Status.DEAD
+    )
+    if op == "delete":
+        after, ok = delete(s, d.receipt)
+    elif op == "retry":
+        after, ok = retry(s, d.receipt)
+    else:
+        after, ok = change_visibility(s, d.receipt, 5.0, 0.0)
+    assert ok is False and after is s
+
+
+def test_a_stale_receipt_never_matches_a_redelivery() -> None:
+    s, first = take(queue("a"), vt=1.0)
+    s, _ = expire(s, 1.0)
+    s, second = take(s, now=1.0)
+    assert first.receipt != second.receipt
+    after, ok = delete(s, first.receipt)
+    assert not ok and after is s
+    assert delete(s, second.receipt)[1]
+
+
+# -- retry and release ------------------------------------------------------------------------
+
+
+def test_retry_releases_to_the_tail_never_to_the_old_place() -> None:
+    s, d = take(queue("a", "b", "c"))
+    after, ok = retry(s, d.receipt)
+    assert ok
+    after = checked(s, after)
+    assert after.visible == ("b", "c", "a") and after.in_flight == ()
+    assert deadline(after, "a") is None and attempt(after, "a") == 1
+
+
+def test_release_keeps_capacity() -> None:
+    s, d = take(queue("a", capacity=1))
+    s, ok = retry(s, d.receipt)
+    assert ok and s.active == 1
+    after, ok = send(s, "b", "B")
+    assert not ok and after is s
+
+
+@pytest.mark.parametrize("how", ["retry", "change_visibility(0)", "expire"])
+def test_release_dead_letters_once_attempt_reaches_max_receives(how: str) -> None:
+    s = queue("a", "b", capacity=2, max_receives=2)
+    now = 0.0
+    for n in (1, 2):
+        s, d = take(s, now=now, vt=1.0)
+        assert d.id == "a" and d.attempt == n
+        if how == "retry":
+            s, ok = retry(s, d.receipt)
+        elif how == "change_visibility(0)":
+            s, ok = change_visibility(s, d.receipt, 0.0, now)
+        else:
+            before = s
+            now += 1.0
+            s, released = expire(s, now)
+            ok = released == ("a",)
+            s = checked(before, s)
+        assert ok
+        if n == 1:
+            assert s.visible == ("b", "a") and status(s, "a") is Status.VISIBLE
+            s, db = take(s, now=now, vt=None)  # b out of the way
+            assert db.id == "b"
+    assert status(s, "a") is Status.DEAD and s.dead == ("a",) and attempt(s, "a") == 2
+    assert s.visible == () and s.active == 1, "dead-lettering frees capacity"
+    assert send(s, "c", "C")[1]
+
+
+def test_dead_letters_are_listed_in_the_order_they_died() -> None:
+    s = queue("a", "b", "c", max_receives=1)
+    s, da = take(s)
+    s, db = take(s)
+    s, dc = take(s)
+    for d in (db, dc, da):
+        s, ok = retry(s, d.receipt)
+        assert ok
+    assert s.dead == ("b", "c", "a")
+
+
+# -- change_visibility ------------------------------------------------------------------------
+
+
+def test_change_visibility_sets_now_plus_t_not_added_to_the_old_deadline() -> None:
+    s, d = take(queue("a"), now=0.0, vt=10.0)
+    after, ok = change_visibility(s, d.receipt, 5.0, 3.0)
+    assert ok and deadline(checked(s, after), "a") == 8.0  # 3 + 5, not 10 + 5
+    after2, ok = change_visibility(after, d.receipt, 1.0, 4.0)
+    assert ok and deadline(after2, "a") == 5.0, "it may also shorten the deadline"
+    assert after2.in_flight == ("a",) and attempt(after2, "a") == 1
+    assert after2.is_live(d.receipt), "the receipt stays live"
+
+
+def test_change_visibility_gives_a_deadline_to_a_delivery_that_had_none() -> None:
+    s, d = take(queue("a"), vt=None)
+    s, ok = change_visibility(s, d.receipt, 2.0, 1.0)
+    assert ok and deadline(s, "a") == 3.0
+    s, released = expire(s, 3.0)
+    assert released == ("a",)
+
+
+def test_change_visibility_zero_releases_at_once() -> None:
+    s, d = take(queue("a", "b"))
+    after, ok = change_visibility(s, d.receipt, 0.0, 1.0)
+    assert ok
+    after = checked(s, after)
+    assert after.visible == ("b", "a") and status(after, "a") is Status.VISIBLE
+    assert not after.is_live(d.receipt)
+
+
+@pytest.mark.parametrize(("t", "now"), [(-1.0, 0.0), (math.nan, 0.0), (1.0, math.inf)])
+def test_change_visibility_rejects_bad_times_and_changes_nothing(t: float, now: float) -> None:
+    s, d = take(queue("a"))
+    with pytest.raises(ValueError, match="timeout" if t != 1.0 else "now"):
+        change_visibility(s, d.receipt, t, now)
+
+
+# -- cancel -----------------------------------------------------------------------------------
+
+
+def test_cancel_a_visible_message_keeps_the_others_in_fifo_order() -> None:
+    s = queue("a", "b", "c", "d")
+    after, ok = cancel(s, "b")
+    assert ok
+    after = checked(s, after)
+    assert after.visible == ("a", "c", "d") and status(after, "b") is Status.CANCELLED
+    assert after.active == 3
+
+
+def test_cancel_an_in_flight_message_kills_its_receipt() -> None:
+    s, d = take(queue("a", "b"))
+    after, ok = cancel(s, "a")
+    assert ok
+    after = checked(s, after)
+    assert after.in_flight == () and after.visible == ("b",) and deadline(after, "a") is None
+    for result in (delete(after, d.receipt), retry(after, d.receipt)):
+        assert result == (after, False) and result[0] is after
+
+
+@pytest.mark.parametrize("id", ["unknown", "done", "cancelled", "dead"])
+def test_cancel_rejects_unknown_and_terminal(id: str) -> None:
+    s = queue("done", "cancelled", "dead", max_receives=1)
+    s, d = take(s)
+    s, _ = delete(s, d.receipt)
+    s, _ = cancel(s, "cancelled")
+    s, d = take(s)
+    s, _ = retry(s, d.receipt)
+    assert (status(s, "done"), status(s, "cancelled"), status(s, "dead")) == (
+        Status.DONE,
+        Status.CANCELLED,
+        Status.DEAD,
+    )
+    after, ok = cancel(s, id)
+    assert not ok and after is s
+
+
+# -- expire: the sweeper ----------------------------------------------------------------------
+
+
+def test_expiry_needs_the_sweeper_and_releases_at_the_deadline() -> None:
+    s, d = take(queue("a"), now=0.0, vt=2.0)
+    assert due(s, 1.9) == ()
+    after, released = expire(s, 1.9)
+    assert released == () and after == s
+    after, released = expire(s, 2.0)
+    assert released == ("a",), "deadline <= now is due"
+    after = checked(s, after)
+    assert after.visible == ("a",) and not after.is_live(d.receipt)
+
+
+def test_expiry_order_is_by_deadline_then_by_receive_order() -> None:
+    s = queue("a", "b", "c", "d")
+    s, _ = take(s, now=0.0, vt=5.0)  # deadline 5
+    s, _ = take(s, now=0.0, vt=3.0)  # deadline 3
+    s, _ = take(s, now=1.0, vt=2.0)  # deadline 3, received after b
+    s, _ = take(s, now=1.0, vt=1.0)  # deadline 2
+    assert next_deadline(s) == 2.0
+    before = s
+    s, released = expire(s, 10.0)
+    assert released == ("d", "b", "c", "a")
+    assert checked(before, s).visible == ("d", "b", "c", "a")
+
+
+def test_ties_follow_the_latest_receive_not_the_first() -> None:
+    s, da = take(queue("a", "b"), now=0.0, vt=1.0)
+    s, ok = retry(s, da.receipt)
+    assert ok and s.visible == ("b", "a")
+    s, _ = take(s, now=1.0, vt=1.0)  # b: deadline 2
+    s, da = take(s, now=1.0, vt=1.0)  # a again: deadline 2, received after b
+    assert expire(s, 2.0)[1] == ("b", "a")
+
+
+def test_expire_releases_only_what_is_due() -> None:
+    s, _ = take(queue("a", "b", "c"), now=0.0, vt=1.0)
+    s, _ = take(s, now=0.0, vt=3.0)
+    s, _ = take(s, now=0.0, vt=None)
+    before = s
+    s, released = expire(s, 2.0)
+    assert released == ("a",)
+    s = checked(before, s)
+    assert s.in_flight == ("b", "c") and s.visible == ("a",)
+
+
+def test_a_late_delete_before_the_sweep_wins() -> None:
+    s, d = take(queue("a"), now=0.0, vt=1.0)
+    # The deadline has passed (now would be 5), but the sweeper has not run.
+    after, ok = delete(s, d.receipt)
+    assert ok and status(after, "a") is Status.DONE
+    swept, released = expire(after, 5.0)
+    assert released == () and swept == after
+
+
+def test_a_late_delete_after_the_sweep_loses() -> None:
+    s, d = take(queue("a"), now=0.0, vt=1.0)
+    s, released = expire(s, 5.0)
+    assert released == ("a",)
+    after, ok = delete(s, d.receipt)
+    assert not ok and after is s
+    assert status(s, "a") is Status.VISIBLE, "the message is visible again, to be redelivered"
