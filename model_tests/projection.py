@@ -1,0 +1,134 @@
+"""What the spec's state and the implementation's snapshot have in common, as one comparable value.
+
+The model-based tests never compare a ``spec.State`` with an ``impl.Snapshot`` directly: each is
+projected to an :class:`Observed` value holding exactly what both can show, and the two
+projections must be equal. The implementation forgets the body and attempt of a done or
+cancelled message, so :class:`Observed` keeps only their ids.
+
+:func:`to_state` goes the other way, turning a snapshot into a ``spec.State`` so that the spec's
+own invariant functions (``spec.violations``, ``spec.step_violations``) can be run on the
+implementation. For done and cancelled messages, whose attempt and body the snapshot no longer
+has, it carries them over from the previous converted state (where the message was last
+active), which is what lets the step invariants compare two converted states.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import spec
+from impl import Snapshot, SnapshotMessage, Stats
+
+
+@dataclass(frozen=True, slots=True)
+class Item:
+    """One message as both layers show it; ``deadline`` is ``None`` unless in flight with one."""
+
+    id: str
+    body: object
+    attempt: int
+    deadline: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Observed:
+    """The observable state of one queue.
+
+    ``visible`` head first; ``in_flight`` in receive order; ``dead`` in order of death;
+    ``done`` and ``cancelled`` as id sets.
+    """
+
+    visible: tuple[Item, ...]
+    in_flight: tuple[Item, ...]
+    dead: tuple[Item, ...]
+    done: frozenset[str]
+    cancelled: frozenset[str]
+
+    def counts(self) -> tuple[int, int, int, int, int]:
+        """(visible, in_flight, done, cancelled, dead), the order of ``impl.Stats``' fields."""
+        return (
+            len(self.visible),
+            len(self.in_flight),
+            len(self.done),
+            len(self.cancelled),
+            len(self.dead),
+        )
+
+
+def stats_counts(stats: Stats) -> tuple[int, int, int, int, int]:
+    """``impl.Stats`` as the tuple :meth:`Observed.counts` returns."""
+    return (stats.visible, stats.in_flight, stats.done, stats.cancelled, stats.dead)
+
+
+def from_state(s: spec.State) -> Observed:
+    """Project a spec state."""
+
+    def items(ids: Iterable[str]) -> tuple[Item, ...]:
+        out = []
+        for id in ids:
+            m = s.get(id)
+            assert m is not None, f"{id!r} listed but not recorded"
+            out.append(Item(m.id, m.body, m.attempt, m.deadline))
+        return tuple(out)
+
+    return Observed(
+        visible=items(s.visible),
+        in_flight=items(s.in_flight),
+        dead=items(s.dead),
+        done=frozenset(m.id for m in s.messages if m.status is spec.Status.DONE),
+        cancelled=frozenset(m.id for m in s.messages if m.status is spec.Status.CANCELLED),
+    )
+
+
+def _items(ms: Iterable[SnapshotMessage[Any]]) -> tuple[Item, ...]:
+    return tuple(Item(m.id, m.body, m.attempt, m.deadline) for m in ms)
+
+
+def from_snapshot(snap: Snapshot[Any]) -> Observed:
+    """Project an implementation snapshot."""
+    return Observed(
+        visible=_items(snap.visible),
+        in_flight=_items(snap.in_flight),
+        dead=_items(snap.dead),
+        done=snap.done,
+        cancelled=snap.cancelled,
+    )
+
+
+def to_state(
+    snap: Snapshot[Any], config: spec.Config, queue: int, previous: spec.State | None = None
+) -> spec.State:
+    """The ``spec.State`` that a snapshot shows, for running the spec's invariants on the impl.
+
+    Done and cancelled messages take their body and attempt from ``previous`` (the state
+    converted from the snapshot before), or ``("", 0)`` when it has none. An id that appears in
+    two places of the snapshot is recorded once per place, so ``OneState`` reports it.
+    """
+    msgs: list[spec.Msg] = []
+
+    def add(ms: Iterable[SnapshotMessage[Any]], status: spec.Status) -> tuple[str, ...]:
+        ids = []
+        for m in ms:
+            # Kept as the snapshot says even when not in flight, so OneState can object.
+            msgs.append(spec.Msg(m.id, m.body, status, m.attempt, m.deadline))
+            ids.append(m.id)
+        return tuple(ids)
+
+    visible = add(snap.visible, spec.Status.VISIBLE)
+    in_flight = add(snap.in_flight, spec.Status.IN_FLIGHT)
+    dead = add(snap.dead, spec.Status.DEAD)
+    for ids, status in ((snap.done, spec.Status.DONE), (snap.cancelled, spec.Status.CANCELLED)):
+        for id in sorted(ids):
+            old = previous.get(id) if previous is not None else None
+            body, attempt = (old.body, old.attempt) if old is not None else ("", 0)
+            msgs.append(spec.Msg(id, body, status, attempt, None))
+    return spec.State(
+        config=config,
+        messages=tuple(sorted(msgs, key=lambda m: m.id)),
+        visible=visible,
+        in_flight=in_flight,
+        dead=dead,
+        queue=queue,
+    )

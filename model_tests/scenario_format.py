@@ -1,0 +1,315 @@
+"""The scenario format of the harness (contract section 4): its values and its strict parser.
+
+A scenario is one JSON object per line::
+
+    {"capacity": 2, "visibility_timeout": 30, "max_receives": 3, "ops": [["enqueue", "a", "A"]]}
+
+This module turns such a line into a :class:`Scenario` of typed operations, or raises
+:class:`ScenarioError` with one sentence saying what is wrong. It runs nothing: both targets of
+the harness (:mod:`model_tests.targets`) share this parser, so they can never disagree about
+what a scenario means.
+
+Choices the contract leaves open, made here and documented in the README:
+
+- ``capacity`` is required; ``null`` means unbounded, otherwise an integer >= 0.
+- ``visibility_timeout`` (default ``null``: never expires) is a finite number >= 0;
+  ``max_receives`` (default ``null``: never dead-letter) is an integer >= 1.
+- ``["reserve", null]`` is a delivery that never expires; ``["reserve"]`` uses the queue's
+  ``visibility_timeout``.
+- Times (``vt``, ``t``, ``dt``) are finite numbers in ``[0, MAX_TIME]``; attempts and queue
+  indexes are integers >= 0 (``true``/``false`` are not numbers here); ids match
+  ``[A-Za-z0-9_-]{1,128}``; payloads are any JSON string.
+- ``["use", i]`` must name a queue that exists at that point of the scenario (queue 0 exists
+  from the start, each ``["new"]`` adds the next index). This is checked before anything runs.
+- Unknown keys, duplicate keys and the non-standard JSON constants ``NaN``/``Infinity`` are
+  errors, so that a typo cannot silently fall back to a default.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Final, NoReturn, TypeAlias
+
+#: Largest time value (seconds) a scenario may use; keeps every clock sum finite and exact enough.
+MAX_TIME: Final = 1e9
+
+#: The id form of the contract (section 3).
+ID_PATTERN: Final = re.compile(r"[A-Za-z0-9_-]{1,128}")
+
+_KEYS: Final = frozenset({"capacity", "visibility_timeout", "max_receives", "ops"})
+
+
+class ScenarioError(ValueError):
+    """A line that is not a valid scenario; the message says what is wrong, on one line."""
+
+
+class QueueDefault(enum.Enum):
+    """Marks a ``reserve`` without a ``vt``: use the queue's configured visibility timeout."""
+
+    QUEUE_DEFAULT = "queue default"
+
+
+QUEUE_DEFAULT: Final = QueueDefault.QUEUE_DEFAULT
+
+
+# -- the operations: one frozen value per row of the contract's table --------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Enqueue:
+    """``["enqueue", id, payload]``: send."""
+
+    id: str
+    payload: str
+
+
+@dataclass(frozen=True, slots=True)
+class Reserve:
+    """``["reserve"]`` / ``["reserve", vt]``: receive; ``vt`` ``None`` never expires."""
+
+    vt: float | QueueDefault | None = QUEUE_DEFAULT
+
+
+@dataclass(frozen=True, slots=True)
+class Ack:
+    """``["ack", id, attempt]``: delete with the receipt (current queue, id, attempt)."""
+
+    id: str
+    attempt: int
+
+
+@dataclass(frozen=True, slots=True)
+class Retry:
+    """``["retry", id, attempt]``: retry with the receipt (current queue, id, attempt)."""
+
+    id: str
+    attempt: int
+
+
+@dataclass(frozen=True, slots=True)
+class Extend:
+    """``["extend", id, attempt, t]``: change_visibility to ``t`` from now."""
+
+    id: str
+    attempt: int
+    t: float
+
+
+@dataclass(frozen=True, slots=True)
+class Cancel:
+    """``["cancel", id]``: cancel."""
+
+    id: str
+
+
+@dataclass(frozen=True, slots=True)
+class Advance:
+    """``["advance", dt]``: the shared clock moves on by ``dt``, then every queue sweeps."""
+
+    dt: float
+
+
+@dataclass(frozen=True, slots=True)
+class Dead:
+    """``["dead"]``: ids of the current queue's dead letters, in the order they died."""
+
+
+@dataclass(frozen=True, slots=True)
+class New:
+    """``["new"]``: create another queue (same configuration) and make it current."""
+
+
+@dataclass(frozen=True, slots=True)
+class Use:
+    """``["use", i]``: make queue ``i`` current (0 is the scenario's first queue)."""
+
+    index: int
+
+
+Op: TypeAlias = Enqueue | Reserve | Ack | Retry | Extend | Cancel | Advance | Dead | New | Use
+
+
+@dataclass(frozen=True, slots=True)
+class QueueConfig:
+    """The configuration every queue of a scenario is created with."""
+
+    capacity: int | None
+    visibility_timeout: float | None = None
+    max_receives: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Scenario:
+    """A parsed, valid scenario: a queue configuration and its operations, in order."""
+
+    config: QueueConfig
+    ops: tuple[Op, ...]
+
+
+# -- the parser --------------------------------------------------------------------------------
+
+
+def _fail(where: str, what: str) -> NoReturn:
+    raise ScenarioError(f"{where}: {what}" if where else what)
+
+
+def _show(value: object) -> str:
+    """A short one-line rendering of a JSON fragment for error messages."""
+    text = json.dumps(value, separators=(",", ":"), ensure_ascii=True)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _int(where: str, value: object, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        _fail(where, f"expected an integer, got {_show(value)}")
+    if value < minimum:
+        _fail(where, f"must be >= {minimum}, got {value}")
+    return value
+
+
+def _time(where: str, value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        _fail(where, f"expected a number, got {_show(value)}")
+    try:
+        t = float(value)
+    except OverflowError:
+        _fail(where, f"must be a number in [0, {MAX_TIME:g}], got {value}")
+    if not math.isfinite(t) or t < 0 or t > MAX_TIME:
+        _fail(where, f"must be a number in [0, {MAX_TIME:g}], got {value}")
+    return t
+
+
+def _id(where: str, value: object) -> str:
+    if not isinstance(value, str):
+        _fail(where, f"expected an id string, got {_show(value)}")
+    if ID_PATTERN.fullmatch(value) is None:
+        _fail(where, f"id {_show(value)} does not match [A-Za-z0-9_-]{{1,128}}")
+    return value
+
+
+#: The shape of each op after its name: the argument names, for arity errors.
+_ARITY: Final[Mapping[str, tuple[str, ...]]] = {
+    "enqueue": ("id", "payload"),
+    "reserve": ("[vt]",),
+    "ack": ("id", "attempt"),
+    "retry": ("id", "attempt"),
+    "extend": ("id", "attempt", "t"),
+    "cancel": ("id",),
+    "advance": ("dt",),
+    "dead": (),
+    "new": (),
+    "use": ("i",),
+}
+
+
+def parse_op(raw: object, queues: int, where: str = "op") -> Op:
+    """Parse one op; ``queues`` is how many queues exist when it runs (for ``use``).
+
+    Raises :class:`ScenarioError`, its message starting with ``where``.
+    """
+    if not isinstance(raw, list) or not raw or not isinstance(raw[0], str):
+        _fail(where, f'expected an op like ["name", args...], got {_show(raw)}')
+    name, args = raw[0], raw[1:]
+    if name not in _ARITY:
+        _fail(where, f"unknown op {_show(name)} (known: {', '.join(_ARITY)})")
+    expected = _ARITY[name]
+    optional = name == "reserve"
+    if len(args) > len(expected) or (not optional and len(args) != len(expected)):
+        shape = ", ".join([f'"{name}"', *expected])
+        _fail(where, f"{name} takes [{shape}], got {_show(raw)}")
+    match name:
+        case "enqueue":
+            if not isinstance(args[1], str):
+                _fail(where, f"payload must be a string, got {_show(args[1])}")
+            return Enqueue(_id(where, args[0]), args[1])
+        case "reserve":
+            if not args:
+                return Reserve()
+            return Reserve(None if args[0] is None else _time(f"{where} vt", args[0]))
+        case "ack":
+            return Ack(_id(where, args[0]), _int(f"{where} attempt", args[1], 0))
+        case "retry":
+            return Retry(_id(where, args[0]), _int(f"{where} attempt", args[1], 0))
+        case "extend":
+            return Extend(
+                _id(where, args[0]),
+                _int(f"{where} attempt", args[1], 0),
+                _time(f"{where} t", args[2]),
+            )
+        case "cancel":
+            return Cancel(_id(where, args[0]))
+        case "advance":
+            return Advance(_time(f"{where} dt", args[0]))
+        case "dead":
+            return Dead()
+        case "new":
+            return New()
+        case _:  # "use"
+            index = _int(f"{where} queue index", args[0], 0)
+            if index >= queues:
+                _fail(where, f"use {index}: only queues 0..{queues - 1} exist at this point")
+            return Use(index)
+
+
+def parse_scenario(obj: object) -> Scenario:
+    """Validate a decoded JSON value as a scenario; raise :class:`ScenarioError` if it is not one.
+
+    Every op is checked before the scenario is returned, so a scenario either parses whole or
+    not at all.
+    """
+    if not isinstance(obj, Mapping):
+        _fail("", f"expected a scenario object, got {_show(obj)}")
+    unknown = sorted(set(obj) - _KEYS)
+    if unknown:
+        _fail("", f"unknown key {_show(unknown[0])} (known: {', '.join(sorted(_KEYS))})")
+    for key in ("capacity", "ops"):
+        if key not in obj:
+            _fail("", f'missing key "{key}"')
+    capacity = obj["capacity"]
+    vt = obj.get("visibility_timeout")
+    max_receives = obj.get("max_receives")
+    config = QueueConfig(
+        capacity=None if capacity is None else _int("capacity", capacity, 0),
+        visibility_timeout=None if vt is None else _time("visibility_timeout", vt),
+        max_receives=None if max_receives is None else _int("max_receives", max_receives, 1),
+    )
+    raw_ops = obj["ops"]
+    if not isinstance(raw_ops, list):
+        _fail("ops", f"expected a list of ops, got {_show(raw_ops)}")
+    ops: list[Op] = []
+    queues = 1
+    for i, raw in enumerate(raw_ops):
+        op = parse_op(raw, queues, f"op {i} {_show(raw)}")
+        if isinstance(op, New):
+            queues += 1
+        ops.append(op)
+    return Scenario(config=config, ops=tuple(ops))
+
+
+def _no_constants(name: str) -> NoReturn:
+    raise ScenarioError(f"{name} is not a JSON number")
+
+
+def _no_duplicate_keys(pairs: Sequence[tuple[str, object]]) -> dict[str, object]:
+    result: dict[str, object] = {}
+    for key, value in pairs:
+        if key in result:
+            raise ScenarioError(f'duplicate key "{key}"')
+        result[key] = value
+    return result
+
+
+def parse_line(text: str) -> Scenario:
+    """Decode one line of JSON and validate it as a scenario (see :func:`parse_scenario`)."""
+    try:
+        obj = json.loads(text, parse_constant=_no_constants, object_pairs_hook=_no_duplicate_keys)
+    except json.JSONDecodeError as e:
+        raise ScenarioError(f"not valid JSON: {e.msg} at column {e.colno}") from None
+    except RecursionError:
+        raise ScenarioError("not valid JSON: nested too deeply") from None
+    return parse_scenario(obj)

@@ -1,0 +1,308 @@
+"""The two things a scenario can run on, behind one small protocol, and the op dispatch they share.
+
+``model`` (:class:`ModelTarget`) is the pure-function spec; ``impl`` (:class:`ImplTarget`) is
+``impl.Queue`` on an ``impl.FakeClock``. The harness, the differential test and the hand-written
+examples all go through :func:`run_scenario`, so the only difference between the targets is the
+ten small methods of :class:`Target`. Each method is named after the contract operation it
+performs; the scenario's op names (the job-queue's vocabulary) are mapped to them in
+:func:`apply`.
+
+When the sweeper runs: after *every* op, every queue of the scenario sweeps at the current time.
+Only ``advance`` moves the clock, so in practice only ``advance`` makes anything due; the other
+case is a delivery whose deadline is already due when it is set (``["reserve", 0]``), which
+``impl.Queue``'s own sweeper thread would release at once. Sweeping after every op makes both
+targets release it at the same point, so the output does not depend on thread timing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any, Literal, Protocol, TypeAlias
+
+import impl
+import spec
+from model_tests.scenario_format import (
+    QUEUE_DEFAULT,
+    Ack,
+    Advance,
+    Cancel,
+    Dead,
+    Enqueue,
+    Extend,
+    New,
+    Op,
+    QueueConfig,
+    QueueDefault,
+    Reserve,
+    Retry,
+    Scenario,
+    Use,
+    parse_scenario,
+)
+
+#: One op's output as JSON data: a bool, ``null``, ``[id, payload, attempt]`` or a list of ids.
+Output: TypeAlias = bool | list[str | int] | list[str] | None
+
+#: ``[id, payload, attempt]`` of a delivery, as a tuple.
+Delivered: TypeAlias = tuple[str, str, int]
+
+TargetName: TypeAlias = Literal["model", "impl"]
+
+
+class Target(Protocol):
+    """One run of one scenario: a list of queues (all with the same config), a current queue and
+    a shared clock that starts at 0. Receipts always name the current queue."""
+
+    def send(self, id: str, body: str) -> bool:
+        """Send to the current queue; ``False`` if rejected (duplicate id or full)."""
+        ...
+
+    def receive(self, vt: float | QueueDefault | None) -> Delivered | None:
+        """Receive from the current queue without waiting; ``None`` if nothing is visible."""
+        ...
+
+    def delete(self, id: str, attempt: int) -> bool: ...
+
+    def retry(self, id: str, attempt: int) -> bool: ...
+
+    def change_visibility(self, id: str, attempt: int, t: float) -> bool: ...
+
+    def cancel(self, id: str) -> bool: ...
+
+    def dead_letters(self) -> list[str]:
+        """Ids of the current queue's dead letters, in the order they died."""
+        ...
+
+    def advance(self, dt: float) -> None:
+        """Move the shared clock on by ``dt``."""
+        ...
+
+    def sweep_all(self) -> None:
+        """Every queue applies every expiry due at the current time."""
+        ...
+
+    def new_queue(self) -> None:
+        """Create another queue with the scenario's config and make it current."""
+        ...
+
+    def use(self, index: int) -> None: ...
+
+    def close(self) -> None:
+        """Release whatever the run holds (threads); the target is unusable afterwards."""
+        ...
+
+
+class ModelTarget:
+    """Runs a scenario on the spec: a list of ``spec.State`` values and a number for the clock."""
+
+    def __init__(self, config: QueueConfig) -> None:
+        self._config = spec.Config(capacity=config.capacity, max_receives=config.max_receives)
+        self._vt = config.visibility_timeout
+        self._now: spec.Time = 0.0
+        self.states: list[spec.State] = [spec.initial(self._config, queue=0)]
+        self._current = 0
+
+    @property
+    def now(self) -> spec.Time:
+        """The shared clock."""
+        return self._now
+
+    @property
+    def current(self) -> int:
+        """The index of the current queue."""
+        return self._current
+
+    def _receipt(self, id: str, attempt: int) -> spec.Receipt:
+        return spec.Receipt(queue=self._current, id=id, attempt=attempt)
+
+    def _set(self, state: spec.State) -> None:
+        self.states[self._current] = state
+
+    def send(self, id: str, body: str) -> bool:
+        state, ok = spec.send(self.states[self._current], id, body)
+        self._set(state)
+        return ok
+
+    def receive(self, vt: float | QueueDefault | None) -> Delivered | None:
+        vt_ = self._vt if vt is QUEUE_DEFAULT else vt
+        assert not isinstance(vt_, QueueDefault)
+        state, d = spec.receive(self.states[self._current], now=self._now, vt=vt_)
+        self._set(state)
+        return None if d is None else (d.id, d.body, d.attempt)
+
+    def delete(self, id: str, attempt: int) -> bool:
+        state, ok = spec.delete(self.states[self._current], self._receipt(id, attempt))
+        self._set(state)
+        return ok
+
+    def retry(self, id: str, attempt: int) -> bool:
+        state, ok = spec.retry(self.states[self._current], self._receipt(id, attempt))
+        self._set(state)
+        return ok
+
+    def change_visibility(self, id: str, attempt: int, t: float) -> bool:
+        state, ok = spec.change_visibility(
+            self.states[self._current], self._receipt(id, attempt), t, self._now
+        )
+        self._set(state)
+        return ok
+
+    def cancel(self, id: str) -> bool:
+        state, ok = spec.cancel(self.states[self._current], id)
+        self._set(state)
+        return ok
+
+    def dead_letters(self) -> list[str]:
+        return list(self.states[self._current].dead)
+
+    def advance(self, dt: float) -> None:
+        self._now += dt
+
+    def sweep_all(self) -> None:
+        self.states = [spec.expire(s, self._now)[0] for s in self.states]
+
+    def new_queue(self) -> None:
+        self.states.append(spec.initial(self._config, queue=len(self.states)))
+        self._current = len(self.states) - 1
+
+    def use(self, index: int) -> None:
+        self._current = index
+
+    def close(self) -> None:
+        pass
+
+
+class ImplTarget:
+    """Runs a scenario on ``impl.Queue`` instances sharing one ``impl.FakeClock``.
+
+    Every call is non-blocking: a send that finds no room gives ``False`` (``impl.Full``), a
+    duplicate id gives ``False`` (``impl.DuplicateIdError``), a receive that finds nothing gives
+    ``None`` (``impl.Empty``).
+    """
+
+    def __init__(self, config: QueueConfig) -> None:
+        self._config = config
+        self.clock = impl.FakeClock()
+        self.queues: list[impl.Queue[str]] = []
+        self._current = 0
+        self.new_queue()
+
+    @property
+    def _q(self) -> impl.Queue[str]:
+        return self.queues[self._current]
+
+    def send(self, id: str, body: str) -> bool:
+        try:
+            self._q.send(body, id=id, block=False)
+        except (impl.Full, impl.DuplicateIdError):
+            return False
+        return True
+
+    def receive(self, vt: float | QueueDefault | None) -> Delivered | None:
+        try:
+            if vt is QUEUE_DEFAULT:
+                m = self._q.receive(block=False)
+            else:
+                m = self._q.receive(block=False, visibility_timeout=vt)
+        except impl.Empty:
+            return None
+        return (m.id, m.body, m.attempt)
+
+    def delete(self, id: str, attempt: int) -> bool:
+        return self._q.delete(self._q.receipt(id, attempt))
+
+    def retry(self, id: str, attempt: int) -> bool:
+        return self._q.retry(self._q.receipt(id, attempt))
+
+    def change_visibility(self, id: str, attempt: int, t: float) -> bool:
+        return self._q.change_visibility(self._q.receipt(id, attempt), t)
+
+    def cancel(self, id: str) -> bool:
+        return self._q.cancel(id)
+
+    def dead_letters(self) -> list[str]:
+        return [m.id for m in self._q.dead_letters()]
+
+    def advance(self, dt: float) -> None:
+        self.clock.advance(dt)
+
+    def sweep_all(self) -> None:
+        for q in self.queues:
+            q.sweep()
+
+    def new_queue(self) -> None:
+        c = self._config
+        q: impl.Queue[str] = impl.Queue(
+            capacity=c.capacity,
+            visibility_timeout=c.visibility_timeout,
+            max_receives=c.max_receives,
+            clock=self.clock,
+        )
+        self.queues.append(q)
+        self._current = len(self.queues) - 1
+
+    def use(self, index: int) -> None:
+        self._current = index
+
+    def close(self) -> None:
+        for q in self.queues:
+            q.close()
+
+
+TARGETS: Mapping[TargetName, Callable[[QueueConfig], Target]] = {
+    "model": ModelTarget,
+    "impl": ImplTarget,
+}
+
+
+def apply(target: Target, op: Op) -> Output:
+    """Perform one op on ``target`` and return its output; then every queue sweeps (see above)."""
+    out: Output
+    match op:
+        case Enqueue(id, payload):
+            out = target.send(id, payload)
+        case Reserve(vt):
+            d = target.receive(vt)
+            if d is None:
+                out = None
+            else:
+                delivered: list[str | int] = [d[0], d[1], d[2]]
+                out = delivered
+        case Ack(id, attempt):
+            out = target.delete(id, attempt)
+        case Retry(id, attempt):
+            out = target.retry(id, attempt)
+        case Extend(id, attempt, t):
+            out = target.change_visibility(id, attempt, t)
+        case Cancel(id):
+            out = target.cancel(id)
+        case Advance(dt):
+            target.advance(dt)
+            out = None
+        case Dead():
+            out = target.dead_letters()
+        case New():
+            target.new_queue()
+            out = None
+        case Use(index):
+            target.use(index)
+            out = None
+    target.sweep_all()
+    return out
+
+
+def run_scenario(
+    scenario: Scenario | Mapping[str, Any], target: TargetName | Callable[[QueueConfig], Target]
+) -> list[Output]:
+    """Run one scenario from fresh queues and return the output of each op, in order.
+
+    ``scenario`` may be a parsed :class:`Scenario` or its JSON object (validated first, raising
+    ``ScenarioError``). The target's queues are closed before this returns, whatever happens.
+    """
+    parsed = scenario if isinstance(scenario, Scenario) else parse_scenario(scenario)
+    make = TARGETS[target] if isinstance(target, str) else target
+    t = make(parsed.config)
+    try:
+        return [apply(t, op) for op in parsed.ops]
+    finally:
+        t.close()

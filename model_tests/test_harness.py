@@ -1,0 +1,381 @@
+"""The scenario harness: the seed's examples, timed examples from the contract, malformed input.
+
+Every expected output here is written by hand from the contract (or copied from the seed), never
+from either target's own output, and each example runs on both targets.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from model_tests.harness import EXIT_MALFORMED, run_lines
+from model_tests.targets import TargetName, run_scenario
+
+ROOT = Path(__file__).resolve().parent.parent
+SEED_EXAMPLES = [
+    json.loads(line)
+    for line in (ROOT / "tests" / "data" / "seed_examples.jsonl").read_text().splitlines()
+    if line.strip()
+]
+TARGETS: tuple[TargetName, ...] = ("model", "impl")
+
+
+def test_the_seed_file_has_its_four_examples() -> None:
+    assert [e["name"] for e in SEED_EXAMPLES] == [
+        "fifo",
+        "retry fences old attempt",
+        "in flight capacity",
+        "cancel keeps id reserved",
+    ]
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("example", SEED_EXAMPLES, ids=[e["name"] for e in SEED_EXAMPLES])
+def test_seed_example(example: dict[str, Any], target: TargetName) -> None:
+    assert run_scenario(example["input"], target) == example["expected"]
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("target", TARGETS)
+def test_seed_examples_through_the_command_line(target: TargetName) -> None:
+    stdin = "".join(json.dumps(e["input"]) + "\n" for e in SEED_EXAMPLES)
+    proc = subprocess.run(
+        [sys.executable, "-m", "model_tests.harness", "--target", target],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=60,
+        check=False,
+    )
+    assert (proc.returncode, proc.stderr) == (0, "")
+    assert [json.loads(line) for line in proc.stdout.splitlines()] == [
+        e["expected"] for e in SEED_EXAMPLES
+    ]
+
+
+# -- timed examples, worked out by hand from the contract's table ------------------------------
+
+TIMED: dict[str, tuple[dict[str, Any], list[Any]]] = {
+    # A delivery expires when the clock reaches its deadline (deadline <= now) and comes back
+    # with attempt 2; the old receipt is stale from then on.
+    "redelivery at the deadline": (
+        {
+            "capacity": 1,
+            "visibility_timeout": 5,
+            "ops": [
+                ["enqueue", "a", "A"],
+                ["reserve"],
+                ["advance", 4.75],
+                ["reserve"],
+                ["advance", 0.25],
+                ["ack", "a", 1],
+                ["reserve"],
+                ["ack", "a", 1],
+                ["ack", "a", 2],
+            ],
+        },
+        [True, ["a", "A", 1], None, None, None, False, ["a", "A", 2], False, True],
+    ),
+    # ["reserve", vt] overrides the queue's default (here: never expire).
+    "reserve with its own vt": (
+        {
+            "capacity": None,
+            "ops": [
+                ["enqueue", "a", "A"],
+                ["enqueue", "b", "B"],
+                ["reserve", 2],
+                ["reserve"],
+                ["advance", 1000],
+                ["reserve"],
+                ["reserve"],
+            ],
+        },
+        [True, True, ["a", "A", 1], ["b", "B", 1], None, ["a", "A", 2], None],
+    ),
+    # extend sets the deadline to now + t (3 + 5 = 8), not old deadline + t (10).
+    "extend counts from now": (
+        {
+            "capacity": 2,
+            "visibility_timeout": 5,
+            "ops": [
+                ["enqueue", "a", "A"],
+                ["reserve"],
+                ["advance", 3],
+                ["extend", "a", 1, 5],
+                ["advance", 4],
+                ["reserve"],
+                ["advance", 1],
+                ["reserve"],
+                ["extend", "a", 1, 5],
+                ["extend", "a", 2, 0],
+                ["reserve"],
+            ],
+        },
+        [
+            True,
+            ["a", "A", 1],
+            None,
+            True,
+            None,
+            None,
+            None,
+            ["a", "A", 2],
+            False,
+            True,
+            ["a", "A", 3],
+        ],
+    ),
+    # After max_receives deliveries the next release dead-letters, freeing capacity.
+    "dead after max_receives": (
+        {
+            "capacity": 1,
+            "visibility_timeout": 1,
+            "max_receives": 2,
+            "ops": [
+                ["enqueue", "a", "A"],
+                ["reserve"],
+                ["advance", 1],
+                ["dead"],
+                ["reserve"],
+                ["advance", 1],
+                ["dead"],
+                ["reserve"],
+                ["ack", "a", 2],
+                ["enqueue", "b", "B"],
+                ["reserve"],
+                ["retry", "b", 1],
+                ["reserve"],
+                ["retry", "b", 2],
+                ["dead"],
+            ],
+        },
+        [
+            True,
+            ["a", "A", 1],
+            None,
+            [],
+            ["a", "A", 2],
+            None,
+            ["a"],
+            None,
+            False,
+            True,
+            ["b", "B", 1],
+            True,
+            ["b", "B", 2],
+            True,
+            ["a", "b"],
+        ],
+    ),
+    # Equal deadlines are released in receive order; earlier deadlines first.
+    "expiry order": (
+        {
+            "capacity": None,
+            "visibility_timeout": 2,
+            "ops": [
+                ["enqueue", "a", "A"],
+                ["enqueue", "b", "B"],
+                ["enqueue", "c", "C"],
+                ["reserve"],
+                ["reserve", 1],
+                ["reserve"],
+                ["advance", 2],
+                ["reserve"],
+                ["reserve"],
+                ["reserve"],
+            ],
+        },
+        [
+            True,
+            True,
+            True,
+            ["a", "A", 1],
+            ["b", "B", 1],
+            ["c", "C", 1],
+            None,
+            ["b", "B", 2],
+            ["a", "A", 2],
+            ["c", "C", 2],
+        ],
+    ),
+    # A visibility timeout of 0 is due at once: the sweeper releases it right away.
+    "vt zero": (
+        {
+            "capacity": 1,
+            "max_receives": 2,
+            "ops": [["enqueue", "a", "A"], ["reserve", 0], ["reserve", 0], ["reserve"], ["dead"]],
+        },
+        [True, ["a", "A", 1], ["a", "A", 2], None, ["a"]],
+    ),
+    # Queues share the clock and nothing else; receipts always name the current queue.
+    "two queues, one clock": (
+        {
+            "capacity": 1,
+            "visibility_timeout": 3,
+            "ops": [
+                ["enqueue", "a", "A"],
+                ["reserve"],
+                ["new"],
+                ["enqueue", "a", "other"],
+                ["advance", 1],
+                ["reserve"],
+                ["ack", "a", 1],
+                ["use", 0],
+                ["advance", 2],
+                ["ack", "a", 1],
+                ["reserve"],
+                ["use", 1],
+                ["reserve"],
+                ["enqueue", "b", "B"],
+            ],
+        },
+        [
+            True,
+            ["a", "A", 1],
+            None,
+            True,
+            None,
+            ["a", "other", 1],
+            True,
+            None,
+            None,
+            False,
+            ["a", "A", 2],
+            None,
+            None,
+            True,
+        ],
+    ),
+    # Cancelling an in-flight message kills its receipt and frees its slot at once.
+    "cancel in flight": (
+        {
+            "capacity": 1,
+            "visibility_timeout": 1,
+            "ops": [
+                ["enqueue", "a", "A"],
+                ["reserve"],
+                ["cancel", "a"],
+                ["advance", 5],
+                ["ack", "a", 1],
+                ["reserve"],
+                ["enqueue", "b", "B"],
+                ["cancel", "a"],
+            ],
+        },
+        [True, ["a", "A", 1], True, None, False, None, True, False],
+    ),
+}
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("name", list(TIMED))
+def test_timed_example(name: str, target: TargetName) -> None:
+    scenario, expected = TIMED[name]
+    assert run_scenario(scenario, target) == expected
+
+
+# -- malformed input ---------------------------------------------------------------------------
+
+VALID = '{"capacity": 1, "ops": [["enqueue", "a", "A"], ["reserve"]]}'
+
+MALFORMED: dict[str, tuple[str, str]] = {
+    "not json": ("{capacity: 1}", "not valid JSON"),
+    "not an object": ("[1, 2]", "expected a scenario object"),
+    "missing capacity": ('{"ops": []}', 'missing key "capacity"'),
+    "missing ops": ('{"capacity": 1}', 'missing key "ops"'),
+    "unknown key": ('{"capacity": 1, "ops": [], "visibility": 3}', 'unknown key "visibility"'),
+    "duplicate key": ('{"capacity": 1, "capacity": 2, "ops": []}', 'duplicate key "capacity"'),
+    "negative capacity": ('{"capacity": -1, "ops": []}', "capacity: must be >= 0"),
+    "fractional capacity": ('{"capacity": 1.5, "ops": []}', "capacity: expected an integer"),
+    "boolean capacity": ('{"capacity": true, "ops": []}', "capacity: expected an integer"),
+    "negative vt": (
+        '{"capacity": 1, "visibility_timeout": -1, "ops": []}',
+        "visibility_timeout: must be a number in [0,",
+    ),
+    "string vt": (
+        '{"capacity": 1, "visibility_timeout": "5", "ops": []}',
+        "visibility_timeout: expected a number",
+    ),
+    "max_receives 0": (
+        '{"capacity": 1, "max_receives": 0, "ops": []}',
+        "max_receives: must be >= 1",
+    ),
+    "ops not a list": ('{"capacity": 1, "ops": {}}', "ops: expected a list"),
+    "op not a list": ('{"capacity": 1, "ops": ["reserve"]}', "op 0"),
+    "unknown op": ('{"capacity": 1, "ops": [["push", "a"]]}', 'unknown op "push"'),
+    "enqueue arity": ('{"capacity": 1, "ops": [["enqueue", "a"]]}', "enqueue takes"),
+    "reserve arity": ('{"capacity": 1, "ops": [["reserve", 1, 2]]}', "reserve takes"),
+    "dead arity": ('{"capacity": 1, "ops": [["dead", 0]]}', "dead takes"),
+    "id with a space": ('{"capacity": 1, "ops": [["enqueue", "a b", "x"]]}', "does not match"),
+    "empty id": ('{"capacity": 1, "ops": [["cancel", ""]]}', "does not match"),
+    "id too long": (
+        '{"capacity": 1, "ops": [["enqueue", "' + "a" * 129 + '", "x"]]}',
+        "does not match",
+    ),
+    "id not a string": ('{"capacity": 1, "ops": [["cancel", 5]]}', "expected an id string"),
+    "payload not a string": ('{"capacity": 1, "ops": [["enqueue", "a", 5]]}', "payload must be"),
+    "negative attempt": ('{"capacity": 1, "ops": [["ack", "a", -1]]}', "attempt: must be >= 0"),
+    "fractional attempt": (
+        '{"capacity": 1, "ops": [["retry", "a", 1.0]]}',
+        "attempt: expected an integer",
+    ),
+    "negative dt": ('{"capacity": 1, "ops": [["advance", -1]]}', "dt: must be a number in [0,"),
+    "NaN dt": ('{"capacity": 1, "ops": [["advance", NaN]]}', "NaN is not a JSON number"),
+    "overflowing dt": ('{"capacity": 1, "ops": [["advance", 1e999]]}', "dt: must be a number"),
+    "negative extend": ('{"capacity": 1, "ops": [["extend", "a", 1, -2]]}', "t: must be"),
+    "use of a missing queue": (
+        '{"capacity": 1, "ops": [["new"], ["use", 2]]}',
+        "use 2: only queues 0..1 exist",
+    ),
+}
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("name", list(MALFORMED))
+def test_malformed_line_stops_with_status_2(name: str, target: TargetName) -> None:
+    bad, fragment = MALFORMED[name]
+    out, err = io.StringIO(), io.StringIO()
+    status = run_lines(io.StringIO(f"{VALID}\n\n{bad}\n{VALID}\n"), out, err, target)
+    assert status == EXIT_MALFORMED
+    # The valid line before was run and written; nothing of the bad line or after it was.
+    assert out.getvalue() == '[true,["a","A",1]]\n'
+    message = err.getvalue()
+    assert message.count("\n") == 1 and message.endswith("\n")
+    assert message.startswith("line 3: "), message
+    assert fragment in message, message
+
+
+def test_use_of_a_queue_made_later_in_the_scenario_is_fine() -> None:
+    scenario = {"capacity": 1, "ops": [["new"], ["new"], ["use", 2], ["use", 0]]}
+    assert run_scenario(scenario, "model") == [None, None, None, None]
+
+
+@pytest.mark.timeout(120)
+def test_malformed_line_through_the_command_line() -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "model_tests.harness", "--target", "impl"],
+        input=f'{VALID}\n{{"capacity": 1, "ops": [["ack", "a"]]}}\n{VALID}\n',
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=60,
+        check=False,
+    )
+    assert proc.returncode == EXIT_MALFORMED
+    assert proc.stdout == '[true,["a","A",1]]\n'
+    assert proc.stderr.startswith("line 2: op 0 ") and "ack takes" in proc.stderr
+    assert proc.stderr.count("\n") == 1
+
+
+def test_empty_input_is_no_scenarios() -> None:
+    out, err = io.StringIO(), io.StringIO()
+    assert run_lines(io.StringIO(""), out, err, "model") == 0
+    assert (out.getvalue(), err.getvalue()) == ("", "")

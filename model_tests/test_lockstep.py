@@ -1,0 +1,390 @@
+"""Lockstep model-based test: ``impl.Queue`` and the spec driven by the same random operations.
+
+A Hypothesis ``RuleBasedStateMachine`` (the pattern of Hypothesis's ``DatabaseComparison``
+example) keeps two *pairs*, each an ``impl.Queue`` and a ``spec.State``, on one shared
+``impl.FakeClock``. Every rule performs one contract operation, named as in the spec and the
+impl, on both sides of a pair and asserts that both give the same result. After every step the
+invariants compare the whole observable state of each pair (:mod:`model_tests.projection`) and
+check each contract invariant, by name, on the *implementation's* state.
+
+Receipts live in a bundle and are never consumed: a receipt stays there after it goes stale,
+because using it again (a repeated delete, a delete after expiry or after a retry) is exactly
+what must be tested. Receipts of the other pair are drawn as *foreign* receipts, and
+``forge_receipt`` adds receipts for any (id, attempt), including future ones and attempt 0.
+
+The clock is moved only by ``advance``, which then sweeps every queue, so the queues'
+background sweeper threads never have work that the explicit sweep has not already done and the
+run is deterministic. For the same reason no delivery here gets a visibility timeout of 0 (due at
+once, so the sweeper thread would release it at a moment of its choosing); the harness tests
+cover that case, where a sweep follows every op.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Final
+
+from hypothesis import HealthCheck, Phase, event, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import (
+    Bundle,
+    RuleBasedStateMachine,
+    initialize,
+    invariant,
+    multiple,
+    precondition,
+    rule,
+)
+
+import impl
+import spec
+from model_tests.projection import from_snapshot, from_state, stats_counts, to_state
+
+settings.register_profile(
+    "lockstep",
+    # LOCKSTEP_EXAMPLES=5000 for a longer hunt.
+    max_examples=int(os.environ.get("LOCKSTEP_EXAMPLES", "200")),
+    stateful_step_count=50,
+    deadline=None,
+    # Reproducible in CI; a fresh random exploration on every developer run.
+    derandomize=bool(os.environ.get("CI")),
+    suppress_health_check=[HealthCheck.too_slow],
+    # One bug at a time, shrunk, without the (slow, for 50-step runs) explain phase.
+    report_multiple_bugs=False,
+    phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink],
+)
+
+IDS: Final = ("a", "b", "c", "d")
+PAIRS: Final = (0, 1)
+#: Visibility timeouts a receive may ask for: the queue's default, never, or a positive time.
+VTS: Final = ("default", None, 0.5, 1.0, 2.0, 3.0)
+#: change_visibility timeouts: 0 releases at once.
+EXTENDS: Final = (0.0, 0.5, 1.0, 2.0, 5.0)
+
+pairs = st.sampled_from(PAIRS)
+ids = st.sampled_from(IDS)
+bodies = st.sampled_from(("", "x", "y", "zz"))
+#: Whether to use a receipt on the other pair's queue (a foreign receipt), about one time in 4.
+foreign = st.sampled_from((False, False, False, True))
+
+
+@dataclass(frozen=True)
+class Ticket:
+    """A receipt as both sides know it, issued by pair ``issuer``'s queue, aimed at pair ``aim``.
+
+    Rules use it on ``aim``'s queue (or, one time in four, on the other one). ``aim`` differs
+    from ``issuer`` only for the foreign receipts made by ``live_receipt``.
+    """
+
+    issuer: int
+    aim: int
+    impl: impl.Receipt
+    spec: spec.Receipt
+
+
+class QueueMachine(RuleBasedStateMachine):
+    """Two (impl.Queue, spec.State) pairs in lockstep on one fake clock."""
+
+    receipts = Bundle("receipts")
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.clock = impl.FakeClock()
+        self.now: spec.Time = 0.0
+        self.queues: list[impl.Queue[str]] = []
+        self.states: list[spec.State] = []
+        self.config = spec.Config()
+        self.default_vt: float | None = None
+        # Impl-side history for the invariants a single state cannot show.
+        # Ids each queue accepted, in order (not sorted: generated ids are random, and the draws
+        # must not depend on them, or Hypothesis could not replay a run).
+        self.accepted: list[list[str]] = [[], []]
+        self.attempts_seen: list[dict[str, list[int]]] = [{}, {}]
+        self.impl_before: list[spec.State | None] = [None, None]
+        self.impl_now: list[spec.State | None] = [None, None]
+        self.observed_step = -1
+        self.step = 0
+
+    # -- setup and teardown -------------------------------------------------------------------
+
+    @initialize(
+        capacity=st.sampled_from((None, 2, None, 1, 3, 0)),
+        vt=st.sampled_from((None, 1.0, 2.0, 3.5)),
+        max_receives=st.none() | st.integers(1, 3),
+    )
+    def create_queues(
+        self, capacity: int | None, vt: float | None, max_receives: int | None
+    ) -> None:
+        self.config = spec.Config(capacity=capacity, max_receives=max_receives)
+        self.default_vt = vt
+        for pair in PAIRS:
+            self.queues.append(
+                impl.Queue(
+                    capacity=capacity,
+                    visibility_timeout=vt,
+                    max_receives=max_receives,
+                    clock=self.clock,
+                )
+            )
+            self.states.append(spec.initial(self.config, queue=pair))
+
+    def teardown(self) -> None:
+        for q in self.queues:
+            q.close()
+
+    def _stepped(self) -> None:
+        self.step += 1
+
+    # -- the operations -----------------------------------------------------------------------
+
+    @rule(pair=pairs, id=st.sampled_from((*IDS, None)), body=bodies)
+    def send(self, pair: int, id: str | None, body: str) -> None:
+        """Send on both sides; ``id=None`` lets the impl generate one, which the spec then uses."""
+        self._stepped()
+        q, s = self.queues[pair], self.states[pair]
+        try:
+            got = q.send(body, id=id, block=False)
+        except impl.DuplicateIdError:
+            assert id is not None and s.get(id) is not None, "DuplicateIdError for a fresh id"
+            assert spec.send(s, id, body) == (s, False)
+            return
+        except impl.Full:
+            cap = self.config.capacity
+            assert cap is not None and s.active >= cap, f"Full with {s.active} of {cap} active"
+            if id is not None:
+                assert spec.send(s, id, body) == (s, False)
+            return
+        assert id is None or got == id
+        assert got not in self.accepted[pair], f"IdsReserved: {got!r} accepted twice"
+        self.accepted[pair].append(got)
+        self.states[pair], ok = spec.send(s, got, body)
+        assert ok, f"impl accepted {got!r} but the spec rejects it"
+
+    @rule(target=receipts, data=st.data(), vt=st.sampled_from(VTS))
+    def receive(self, data: st.DataObject, vt: str | float | None) -> object:
+        """Receive, usually from a pair that has something visible (else from either)."""
+        self._stepped()
+        ready = [p for p in PAIRS if self.states[p].visible]
+        prefer_ready = bool(ready) and data.draw(st.integers(0, 3)) > 0
+        pair = data.draw(st.sampled_from(ready) if prefer_ready else pairs)
+        q = self.queues[pair]
+        spec_vt = self.default_vt if vt == "default" else vt
+        assert not isinstance(spec_vt, str)
+        self.states[pair], d = spec.receive(self.states[pair], now=self.now, vt=spec_vt)
+        try:
+            m = (
+                q.receive(block=False)
+                if vt == "default"
+                else q.receive(block=False, visibility_timeout=spec_vt)
+            )
+        except impl.Empty:
+            assert d is None, f"impl is empty but the spec delivers {d}"
+            return multiple()
+        assert d is not None, f"impl delivered {m} but the spec has nothing visible"
+        assert (m.id, m.body, m.attempt) == (d.id, d.body, d.attempt)
+        assert m.receipt == q.receipt(m.id, m.attempt), "receipt() does not name the delivery"
+        self.attempts_seen[pair].setdefault(m.id, []).append(m.attempt)
+        return Ticket(pair, pair, m.receipt, d.receipt)
+
+    @rule(target=receipts, pair=pairs, id=ids, attempt=st.integers(0, 4))
+    def forge_receipt(self, pair: int, id: str, attempt: int) -> Ticket:
+        """A receipt for any (id, attempt) of a pair: live, stale, future or attempt 0."""
+        self._stepped()
+        return Ticket(
+            pair, pair, self.queues[pair].receipt(id, attempt), spec.Receipt(pair, id, attempt)
+        )
+
+    def _event(self, rule: str, ticket: Ticket, pair: int, acted: bool) -> None:
+        """Record what kind of receipt a rule used (``--hypothesis-show-statistics``)."""
+        kind = "foreign" if pair != ticket.issuer else "own"
+        named_live = self.states[pair].get(ticket.spec.id)
+        live_here = (
+            named_live is not None
+            and named_live.status is spec.Status.IN_FLIGHT
+            and named_live.attempt == ticket.spec.attempt
+        )
+        event(f"{rule}: {kind} receipt, {'acted' if acted else 'refused'}")
+        if kind == "foreign" and live_here:
+            event(f"{rule}: foreign receipt naming a live delivery")
+
+    def _target(self, ticket: Ticket, other: bool) -> int:
+        return 1 - ticket.aim if other else ticket.aim
+
+    @rule(ticket=receipts, other=foreign)
+    def delete(self, ticket: Ticket, other: bool) -> None:
+        self._stepped()
+        pair = self._target(ticket, other)
+        self.states[pair], want = spec.delete(self.states[pair], ticket.spec)
+        self._event("delete", ticket, pair, want)
+        assert self.queues[pair].delete(ticket.impl) == want
+
+    @rule(ticket=receipts, other=foreign)
+    def retry(self, ticket: Ticket, other: bool) -> None:
+        self._stepped()
+        pair = self._target(ticket, other)
+        self.states[pair], want = spec.retry(self.states[pair], ticket.spec)
+        self._event("retry", ticket, pair, want)
+        assert self.queues[pair].retry(ticket.impl) == want
+
+    @rule(ticket=receipts, other=foreign, timeout=st.sampled_from(EXTENDS))
+    def change_visibility(self, ticket: Ticket, other: bool, timeout: float) -> None:
+        self._stepped()
+        pair = self._target(ticket, other)
+        self.states[pair], want = spec.change_visibility(
+            self.states[pair], ticket.spec, timeout, self.now
+        )
+        self._event("change_visibility", ticket, pair, want)
+        assert self.queues[pair].change_visibility(ticket.impl, timeout) == want
+
+    @rule(pair=pairs, data=st.data())
+    def cancel(self, pair: int, data: st.DataObject) -> None:
+        """Cancel an id: one time in three one the queue has accepted, else any of ``IDS``.
+
+        (Hypothesis draws this rule often, so cancelling accepted ids every time would leave
+        too little to receive.)"""
+        self._stepped()
+        accepted = self.accepted[pair]
+        id = data.draw(
+            st.sampled_from(accepted) if accepted and data.draw(st.integers(0, 2)) == 0 else ids,
+            label="id",
+        )
+        self.states[pair], want = spec.cancel(self.states[pair], id)
+        assert self.queues[pair].cancel(id) == want
+
+    def _deadlines(self) -> list[float]:
+        return sorted(
+            {m.deadline for s in self.states for m in s.messages if m.deadline is not None}
+        )
+
+    @rule(data=st.data())
+    def advance(self, data: st.DataObject) -> None:
+        """Move the shared clock on, then sweep every queue; often exactly onto a deadline."""
+        self._stepped()
+        deadlines = self._deadlines()
+        how = data.draw(
+            st.sampled_from(("exact", "exact", "before", "after", "any"))
+            if deadlines
+            else st.just("any"),
+            label="how",
+        )
+        if how == "any":
+            dt = data.draw(st.integers(0, 12).map(lambda n: n / 4), label="dt")
+        else:
+            target = data.draw(st.sampled_from(deadlines), label="deadline")
+            dt = max(0.0, target - self.now + {"exact": 0.0, "before": -0.25, "after": 0.25}[how])
+        self.clock.advance(dt)
+        self.now += dt
+        assert self.clock.now() == self.now
+        self._sweep_all()
+
+    @precondition(lambda self: any(m.deadline is not None for s in self.states for m in s.messages))
+    @rule()
+    def sweep(self) -> None:
+        """Sweep again with the clock unchanged: ``advance`` already applied every expiry due."""
+        self._stepped()
+        assert all(spec.due(s, self.now) == () for s in self.states)
+        self._sweep_all()
+
+    def _sweep_all(self) -> None:
+        for pair in PAIRS:
+            self.queues[pair].sweep()
+            self.states[pair], _ = spec.expire(self.states[pair], self.now)
+
+    @precondition(lambda self: any(s.in_flight for s in self.states))
+    @rule(target=receipts, data=st.data())
+    def live_receipt(self, data: st.DataObject) -> Ticket:
+        """A receipt naming an in-flight delivery (id, attempt), aimed at the message's queue.
+
+        Issued by that queue it is live; issued by the other queue it is the most dangerous
+        foreign receipt, right in every field but the queue.
+        """
+        self._stepped()
+        pair = data.draw(st.sampled_from([p for p in PAIRS if self.states[p].in_flight]))
+        m = self.states[pair].get(data.draw(st.sampled_from(self.states[pair].in_flight)))
+        assert m is not None
+        issuer = data.draw(st.sampled_from((pair, 1 - pair)), label="issuer")
+        return Ticket(
+            issuer,
+            pair,
+            self.queues[issuer].receipt(m.id, m.attempt),
+            spec.Receipt(issuer, m.id, m.attempt),
+        )
+
+    # -- the whole observable state -----------------------------------------------------------
+
+    @invariant()
+    def observable_state_matches_spec(self) -> None:
+        for pair, (q, s) in enumerate(zip(self.queues, self.states, strict=True)):
+            impl_view, spec_view = from_snapshot(q.snapshot()), from_state(s)
+            assert impl_view == spec_view, f"queue {pair}: impl {impl_view} != spec {spec_view}"
+            assert stats_counts(q.stats()) == spec_view.counts(), f"queue {pair}: stats"
+            dead = [(m.id, m.body, m.attempt) for m in q.dead_letters()]
+            assert dead == [(i.id, i.body, i.attempt) for i in spec_view.dead]
+
+    # -- the contract's invariants, checked on the implementation -----------------------------
+
+    def _impl_states(self, pair: int) -> tuple[spec.State | None, spec.State]:
+        """(before, after) of the last step, as spec states converted from impl snapshots."""
+        if self.observed_step != self.step:
+            self.observed_step = self.step
+            for p in range(len(self.queues)):
+                self.impl_before[p] = self.impl_now[p]
+                self.impl_now[p] = to_state(
+                    self.queues[p].snapshot(), self.config, p, self.impl_before[p]
+                )
+        after = self.impl_now[pair]
+        assert after is not None
+        return self.impl_before[pair], after
+
+    def _check(self, name: str) -> None:
+        for pair in range(len(self.queues)):
+            before, after = self._impl_states(pair)
+            reason = spec.INVARIANTS[name](after)
+            assert reason is None, f"queue {pair}: {reason}"
+            step = spec.STEP_INVARIANTS.get(name)
+            if step is not None and before is not None:
+                reason = step(before, after)
+                assert reason is None, f"queue {pair}: {reason}"
+
+    @invariant()
+    def OneState(self) -> None:
+        self._check("OneState")
+
+    @invariant()
+    def CapacityBound(self) -> None:
+        self._check("CapacityBound")
+        cap = self.config.capacity
+        for q in self.queues:
+            st_ = q.stats()
+            assert cap is None or st_.visible + st_.in_flight <= cap
+
+    @invariant()
+    def OneLiveReceipt(self) -> None:
+        self._check("OneLiveReceipt")
+
+    @invariant()
+    def AttemptsCount(self) -> None:
+        self._check("AttemptsCount")
+        for pair, q in enumerate(self.queues):
+            snap = q.snapshot()
+            for m in (*snap.visible, *snap.in_flight, *snap.dead):
+                seen = self.attempts_seen[pair].get(m.id, [])
+                assert seen == list(range(1, len(seen) + 1)), f"{m.id!r} delivered as {seen}"
+                assert m.attempt == len(seen), f"{m.id!r} at attempt {m.attempt}, seen {seen}"
+
+    @invariant()
+    def FifoVisible(self) -> None:
+        self._check("FifoVisible")
+
+    @invariant()
+    def IdsReserved(self) -> None:
+        self._check("IdsReserved")
+        for pair, q in enumerate(self.queues):
+            snap = q.snapshot()
+            held = {m.id for m in (*snap.visible, *snap.in_flight, *snap.dead)}
+            assert set(self.accepted[pair]) == held | snap.done | snap.cancelled
+
+
+QueueMachine.TestCase.settings = settings.get_profile("lockstep")
+TestLockstep = QueueMachine.TestCase

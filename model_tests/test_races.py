@@ -1,0 +1,337 @@
+"""Races with real threads, driven by the fake clock: no sleeps, every wait bounded.
+
+- delete versus sweep: both orders are correct; the queue must match the spec for the order
+  that happened;
+- a receiver blocked with no timeout is woken by the sweeper thread's redelivery;
+- a sender blocked on a full queue is woken by delete, by cancel and by dead-lettering;
+- many producers and consumers, some of which crash, with a driver moving the clock: nothing is
+  lost, each message is deleted exactly once or dead-lettered, attempts run 1, 2, 3, ...
+
+To know that a thread is really blocked before acting, the tests use :class:`WatchedClock`, a
+``FakeClock`` that sets an event when a given thread starts waiting on it. The queue calls
+``clock.wait`` with its lock held, and the lock is only released inside that wait, so once the
+event is set any later call that takes the lock finds the thread waiting.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import zlib
+from collections import Counter, defaultdict
+from collections.abc import Callable
+from functools import partial
+
+import pytest
+
+import impl
+import spec
+from model_tests.projection import from_snapshot, from_state
+
+#: Real seconds any one wait may take before the test fails instead of hanging.
+BOUND = 10.0
+
+
+class WatchedClock(impl.FakeClock):
+    """A ``FakeClock`` that tells a test when a given thread starts waiting on it."""
+
+    def __init__(self, start: float = 0.0) -> None:
+        super().__init__(start)
+        self._events: dict[threading.Thread, threading.Event] = {}
+        self._events_lock = threading.Lock()
+
+    def entered(self, thread: threading.Thread) -> threading.Event:
+        """An event set when ``thread`` first calls :meth:`wait` (ask before starting it)."""
+        with self._events_lock:
+            return self._events.setdefault(thread, threading.Event())
+
+    def wait(self, cond: threading.Condition, deadline: float | None) -> None:
+        with self._events_lock:
+            event = self._events.get(threading.current_thread())
+        if event is not None:
+            event.set()
+        super().wait(cond, deadline)
+
+
+class QuietClock(impl.FakeClock):
+    """A ``FakeClock`` whose time can also move on *quietly*, waking no one.
+
+    That is the window the contract talks about: a deadline has passed but the sweeper has not
+    run yet (a real sweeper thread can be descheduled for as long as it likes).
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._quiet = 0.0
+        #: Set when a thread (here: the sweeper) starts waiting for a deadline.
+        self.parked = threading.Event()
+
+    def advance_quietly(self, dt: float) -> None:
+        self._quiet += dt
+
+    def now(self) -> float:
+        return super().now() + self._quiet
+
+    def wait(self, cond: threading.Condition, deadline: float | None) -> None:
+        if deadline is not None:
+            self.parked.set()
+        # The parent compares the deadline with its own (loud) time, so quiet time wakes no one.
+        super().wait(cond, deadline)
+
+
+class Background:
+    """Runs ``fn`` in a thread and keeps its result or exception for the test to inspect."""
+
+    def __init__(self, fn: Callable[[], object], name: str) -> None:
+        self.fn = fn
+        self.done = threading.Event()
+        self.value: object = None
+        self.error: BaseException | None = None
+        self.thread = threading.Thread(target=self._run, name=name, daemon=True)
+
+    def _run(self) -> None:
+        try:
+            self.value = self.fn()
+        except BaseException as e:
+            self.error = e
+        finally:
+            self.done.set()
+
+
+def _after(barrier: threading.Barrier, fn: Callable[[], object]) -> Callable[[], object]:
+    """``fn``, to be called once every party has reached ``barrier``."""
+
+    def run() -> object:
+        barrier.wait()
+        return fn()
+
+    return run
+
+
+# -- (a) delete versus sweep --------------------------------------------------------------------
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("max_receives", [None, 1])
+def test_delete_races_the_sweep_and_either_order_is_consistent(max_receives: int | None) -> None:
+    orders: Counter[str] = Counter()
+    config = spec.Config(capacity=2, max_receives=max_receives)
+    for i in range(200):
+        clock = QuietClock()
+        with impl.Queue[str](
+            capacity=2, visibility_timeout=1.0, max_receives=max_receives, clock=clock
+        ) as q:
+            q.send("A", id="a")
+            q.send("B", id="b")
+            m = q.receive(block=False)
+            # The sweeper thread is waiting for the deadline before time passes; otherwise it
+            # could see the new time on its first round and win every race.
+            assert clock.parked.wait(BOUND), "the sweeper thread never started waiting"
+            # Past the deadline, but no sweeper has run: the receipt is still live.
+            clock.advance_quietly(1.0)
+            barrier = threading.Barrier(2, timeout=BOUND)
+            deleter = Background(_after(barrier, partial(q.delete, m.receipt)), "deleter")
+            sweeper = Background(_after(barrier, q.sweep), "sweep")
+            # Alternate who starts first: under the GIL the thread that reaches the barrier last
+            # tends to run on, so this lets both orders happen.
+            for b in (deleter, sweeper) if i % 2 else (sweeper, deleter):
+                b.thread.start()
+            for b in (deleter, sweeper):
+                assert b.done.wait(BOUND), f"{b.thread.name} did not finish"
+                assert b.error is None, b.error
+            deleted = deleter.value
+            assert isinstance(deleted, bool)
+
+            s = spec.initial(config)
+            s, _ = spec.send(s, "a", "A")
+            s, _ = spec.send(s, "b", "B")
+            s, d = spec.receive(s, now=0.0, vt=1.0)
+            assert d is not None
+            if deleted:  # delete, then expire: nothing left to expire
+                s, ok = spec.delete(s, d.receipt)
+                s, _ = spec.expire(s, 1.0)
+            else:  # expire, then delete: the receipt is stale by then
+                s, _ = spec.expire(s, 1.0)
+                s, ok = spec.delete(s, d.receipt)
+            assert ok is deleted
+            assert from_snapshot(q.snapshot()) == from_state(s)
+            assert q.delete(m.receipt) is False, "a receipt acted twice"
+            orders["delete first" if deleted else "sweep first"] += 1
+    assert sum(orders.values()) == 200
+    print(f"orders seen: {dict(orders)}")
+
+
+# -- (b) a blocked receiver is woken by the sweeper's redelivery ---------------------------------
+
+
+@pytest.mark.timeout(60)
+def test_blocked_receiver_is_woken_by_the_sweepers_redelivery() -> None:
+    clock = WatchedClock()
+    with impl.Queue[str](visibility_timeout=5.0, clock=clock) as q:
+        q.send("A", id="a")
+        first = q.receive(block=False)
+        # No timeout: advancing the clock does not wake this receiver by itself; only a notify
+        # from whoever makes a message visible (here the sweeper thread) can.
+        receiver = Background(q.receive, "receiver")
+        entered = clock.entered(receiver.thread)
+        receiver.thread.start()
+        assert entered.wait(BOUND), "the receiver never blocked"
+        driver = Background(lambda: clock.advance(5.0), "driver")
+        driver.thread.start()
+        assert driver.done.wait(BOUND)
+        woke = receiver.done.wait(BOUND)
+    assert woke, "the sweeper released the message but did not wake the blocked receiver"
+    assert receiver.error is None, receiver.error
+    m = receiver.value
+    assert isinstance(m, impl.Message)
+    assert (m.id, m.body, m.attempt) == ("a", "A", 2)
+    assert m.receipt != first.receipt
+
+
+# -- (c) a blocked sender is woken by whatever frees a slot --------------------------------------
+
+
+def _free_by_delete(q: impl.Queue[str], clock: WatchedClock, m: impl.Message[str]) -> None:
+    assert q.delete(m.receipt)
+
+
+def _free_by_cancel(q: impl.Queue[str], clock: WatchedClock, m: impl.Message[str]) -> None:
+    assert q.cancel(m.id)
+
+
+def _free_by_dead_lettering_on_retry(
+    q: impl.Queue[str], clock: WatchedClock, m: impl.Message[str]
+) -> None:
+    assert q.retry(m.receipt)  # max_receives=1: this release dead-letters
+
+
+def _free_by_dead_lettering_on_expiry(
+    q: impl.Queue[str], clock: WatchedClock, m: impl.Message[str]
+) -> None:
+    clock.advance(5.0)  # the sweeper thread expires the delivery, which dead-letters it
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize(
+    "free",
+    [
+        _free_by_delete,
+        _free_by_cancel,
+        _free_by_dead_lettering_on_retry,
+        _free_by_dead_lettering_on_expiry,
+    ],
+    ids=["delete", "cancel", "dead-letter by retry", "dead-letter by the sweeper"],
+)
+def test_blocked_sender_is_woken_when_a_slot_is_freed(
+    free: Callable[[impl.Queue[str], WatchedClock, impl.Message[str]], None],
+) -> None:
+    clock = WatchedClock()
+    with impl.Queue[str](capacity=1, visibility_timeout=5.0, max_receives=1, clock=clock) as q:
+        q.send("A", id="a")
+        m = q.receive(block=False)  # in flight, still holding the only slot
+        sender = Background(lambda: q.send("B", id="b"), "sender")
+        entered = clock.entered(sender.thread)
+        sender.thread.start()
+        assert entered.wait(BOUND), "the sender never blocked"
+        assert not sender.done.is_set()
+        free(q, clock, m)
+        woke = sender.done.wait(BOUND)
+    assert woke, "a slot was freed but the blocked sender was not woken"
+    assert (sender.error, sender.value) == (None, "b")
+    assert [x.id for x in q.snapshot().visible] == ["b"]
+
+
+# -- (d) producers, consumers (some crash) and a clock driver -----------------------------------
+
+PRODUCERS = 4
+CONSUMERS = 4
+PER_PRODUCER = 50
+MESSAGES = PRODUCERS * PER_PRODUCER
+MAX_RECEIVES = 3
+VT = 2.0
+
+
+def _crashes(consumer: int, id: str, attempt: int) -> bool:
+    """Consumers 0 and 1 crash on about half their deliveries (deterministic, per delivery)."""
+    return consumer < 2 and zlib.crc32(f"{id}/{attempt}".encode()) % 2 == 0
+
+
+@pytest.mark.timeout(120)
+def test_many_producers_and_crashing_consumers_lose_nothing() -> None:
+    clock = impl.FakeClock()
+    q = impl.Queue[str](capacity=16, visibility_timeout=VT, max_receives=MAX_RECEIVES, clock=clock)
+    lock = threading.Lock()
+    deliveries: dict[str, list[int]] = defaultdict(list)
+    deleted: Counter[str] = Counter()
+    crashed: queue.Queue[str | None] = queue.Queue()
+    all_terminal = threading.Event()
+
+    def check_finished() -> None:
+        s = q.stats()
+        if s.done + s.dead == MESSAGES and not all_terminal.is_set():
+            all_terminal.set()
+            q.shutdown()  # wakes every blocked consumer with ShutDown
+            crashed.put(None)  # wakes the driver
+
+    def produce(p: int) -> None:
+        for j in range(PER_PRODUCER):
+            q.send(f"body-{p}-{j}", id=f"p{p}-{j}")
+
+    def consume(c: int) -> None:
+        while True:
+            try:
+                m = q.receive()
+            except impl.ShutDown:
+                return
+            with lock:
+                deliveries[m.id].append(m.attempt)
+            assert m.body == f"body-{m.id[1:]}"
+            if _crashes(c, m.id, m.attempt):
+                crashed.put(m.id)  # never deletes: only expiry brings the message back
+                continue
+            if q.delete(m.receipt):
+                with lock:
+                    deleted[m.id] += 1
+                check_finished()
+            # A False delete: this delivery expired first and was handed to someone else (or
+            # dead-lettered). At-least-once: the work may have been done twice.
+
+    def drive() -> None:
+        # Each crash leaves a delivery whose deadline is at most VT ahead: move the clock past it,
+        # then sweep so that any dead-lettering is applied before checking for the end.
+        while crashed.get(timeout=BOUND * 3) is not None:
+            clock.advance(VT)
+            q.sweep()
+            check_finished()
+
+    workers = [Background(partial(produce, p), f"producer-{p}") for p in range(PRODUCERS)]
+    workers += [Background(partial(consume, c), f"consumer-{c}") for c in range(CONSUMERS)]
+    driver = Background(drive, "driver")
+    try:
+        for w in [*workers, driver]:
+            w.thread.start()
+        finished = all_terminal.wait(BOUND * 6)
+        for w in [*workers, driver]:
+            assert w.done.wait(BOUND), f"{w.thread.name} is stuck"
+            assert w.error is None, f"{w.thread.name}: {w.error!r}"
+    finally:
+        q.close()
+        crashed.put(None)
+    assert finished, f"not every message finished: {q.stats()}"
+
+    snap = q.snapshot()
+    ids = {f"p{p}-{j}" for p in range(PRODUCERS) for j in range(PER_PRODUCER)}
+    dead = {m.id for m in snap.dead}
+    assert (snap.visible, snap.in_flight, snap.cancelled) == ((), (), frozenset())
+    assert snap.done | dead == ids, "a message was lost"
+    assert not snap.done & dead, "a message is both done and dead"
+    assert set(deleted) == snap.done and set(deleted.values()) <= {1}, "deleted more than once"
+    for id in ids:
+        attempts = deliveries[id]
+        assert sorted(attempts) == list(range(1, len(attempts) + 1)), f"{id}: attempts {attempts}"
+        if id in dead:
+            assert len(attempts) == MAX_RECEIVES, f"{id} dead after {attempts}"
+    for m in snap.dead:
+        assert m.attempt == MAX_RECEIVES
+    redelivered = sum(1 for a in deliveries.values() if len(a) > 1)
+    print(f"{len(snap.done)} deleted, {len(dead)} dead-lettered, {redelivered} redelivered")
