@@ -87,6 +87,9 @@ class QueueMachine(RuleBasedStateMachine):
     """Two (impl.Queue, spec.State) pairs in lockstep on one fake clock."""
 
     receipts = Bundle("receipts")
+    #: The class under test. The mutant catalogue's tests swap in a broken queue here
+    #: (model_tests/test_mutants.py) to show that this machine catches it.
+    queue_class: type[impl.Queue[str]] = impl.Queue
 
     def __init__(self) -> None:
         super().__init__()
@@ -120,7 +123,7 @@ class QueueMachine(RuleBasedStateMachine):
         self.default_vt = vt
         for pair in PAIRS:
             self.queues.append(
-                impl.Queue(
+                self.queue_class(
                     capacity=capacity,
                     visibility_timeout=vt,
                     max_receives=max_receives,

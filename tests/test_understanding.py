@@ -35,6 +35,7 @@ from model_tests.linearizability import (
     check,
     format_history,
 )
+from model_tests.mutants import ForgetfulSweeperQueue, SplitReceiveQueue
 from tools.diagrams import TRACE, TraceStep, deadline, finished, held, messages, parse_trace
 
 #: A bound, in real seconds, on every wait for another thread: a bug fails, it does not hang.
@@ -285,26 +286,8 @@ def test_q1_replays_the_tlc_counterexample_state_by_state() -> None:
 # =============================================================================================
 
 
-class SplitReceiveQueue(Queue[str]):
-    """MUTANT (seed pitfall 2): receive picks the head in one critical section and stamps it,
-    making it in flight, in a second one. ``between`` runs in the window between the two."""
-
-    def __init__(self, between: Callable[[], object]) -> None:
-        super().__init__(visibility_timeout=None, clock=FakeClock())
-        self.between = between
-
-    def receive(self, *args: Any, **kwargs: Any) -> Message[str]:
-        with self.mutex:  # critical section 1: PICK the head (and read its attempt)
-            if not self._visible:
-                raise Empty("no message is visible")
-            id, rec = next(iter(self._visible.items()))
-            attempt = rec.attempt
-        self.between()  # the window: another consumer runs here
-        with self.mutex:  # critical section 2: STAMP it and record it in flight
-            self._visible.pop(id, None)
-            rec.attempt = attempt + 1
-            self._in_flight[id] = rec
-            return Message(id, rec.body, rec.attempt, self.receipt(id, rec.attempt))
+# The mutant lives in the catalogue of classic bugs (model_tests/mutants.py): receive picks the
+# head in one critical section and stamps it in a second one, with ``between`` run in the window.
 
 
 def _two_concurrent_receives(q: Queue[str], gate: Callable[[], object]) -> HistoryRecorder:
@@ -341,7 +324,7 @@ def test_q2_split_pick_and_stamp_hands_one_delivery_to_two_consumers() -> None:
     # Both consumers must have picked before either stamps: the barrier in the window makes the
     # bad interleaving happen every time, with no timing involved.
     window = threading.Barrier(2, timeout=BOUND)
-    q = SplitReceiveQueue(between=window.wait)
+    q = SplitReceiveQueue[str](visibility_timeout=None, clock=FakeClock(), between=window.wait)
     rec = _two_concurrent_receives(q, gate=lambda: None)
     got = sorted(_delivered(rec))
     assert got == [("a", 1), ("a", 1)]  # one message, one attempt, TWO consumers
@@ -373,23 +356,8 @@ def test_q2_the_real_receive_is_one_critical_section() -> None:
 # =============================================================================================
 
 
-def _no_notify(n: int = 1) -> None:
-    del n
-
-
-class ForgetfulSweeperQueue(Queue[str]):
-    """MUTANT (seed pitfall 5): expiry re-queues the message but does not signal ``not_empty``.
-
-    The release itself is the real one; only the notify on ``not_empty`` is lost, and only
-    while expiring (a retry still signals).
-    """
-
-    def _expire(self, now: float) -> None:
-        setattr(self.not_empty, "notify", _no_notify)  # noqa: B010
-        try:
-            super()._expire(now)
-        finally:
-            delattr(self.not_empty, "notify")
+# ForgetfulSweeperQueue (model_tests/mutants.py): expiry re-queues the message but does not
+# signal ``not_empty``; everything else is the real queue.
 
 
 @pytest.mark.parametrize("queue_class", [Queue, ForgetfulSweeperQueue], ids=["real", "forgetful"])

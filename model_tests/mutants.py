@@ -1,0 +1,517 @@
+"""The mutant catalogue: every pitfall of the first seed and the classic bugs, as broken queues.
+
+Each mutant is a subclass of ``impl.Queue`` that overrides one method (or one private helper)
+with a copy of the real code that has exactly one bug in it, named and explained in its
+docstring: what the bug is, why it is wrong, and which of the project's checks catch it.
+``model_tests/test_mutants.py`` runs those checks on every mutant and asserts that they fail,
+with the failure they should give, and that the same checks pass on ``impl.Queue``. So the
+catalogue is teaching material (read a mutant beside the method it breaks) and the proof that
+the checks have teeth.
+
+Every mutant takes the constructor arguments of ``impl.Queue`` (``capacity``,
+``visibility_timeout``, ``max_receives``, ``clock``), so any test that can build a queue can
+build a mutant instead: ``MUTANTS`` maps each name to its class. Mutants touch the queue's
+private state exactly as ``impl.Queue``'s own methods do, under ``self.mutex``; they are
+deliberately broken, but never in more than the one way they are named after. (They do not
+call ``Queue.record_trace``'s sink: trace validation is not among the checks run on them.)
+
+Seed pitfalls (``../shared/seeds/000_*.txt``) and the mutants that commit them:
+
+1. a plain blocking queue, no visibility ........ :class:`PlainBlockingQueue`
+2. receive picks and stamps in two steps ........ :class:`SplitReceiveQueue`,
+                                                  :class:`UnarmedDeadlineQueue`
+3. delete by message identity, not by handle .... :class:`DeleteByIdQueue`
+4. receipt handles not rotated .................. :class:`UncheckedAttemptQueue`,
+                                                  :class:`ReusedReceiptQueue`
+5. busy-waiting sweeper; sweeper forgets to signal not_empty
+                                                  :class:`PollingSweeperQueue`,
+                                                  :class:`ForgetfulSweeperQueue`
+
+Classic bugs of the same family: :class:`CapacityFreedOnReceiveQueue`,
+:class:`ExpiredToHeadQueue`, :class:`SwapRemoveCancelQueue`, :class:`RetryKeepsAttemptQueue`,
+:class:`DeadLetterOffByOneQueue`, :class:`ExtendAddsQueue`. (Pitfall 6, claiming exactly-once,
+is a claim, not code: ``tests/test_understanding.py`` Q1 shows the duplicate that refutes it.)
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections import OrderedDict
+from collections.abc import Callable, Mapping
+from typing import Any, Final, Literal, TypeVar
+
+from impl.clock import Clock
+from impl.errors import Empty, ShutDown
+from impl.message import Message, Receipt
+from impl.queue import _QUEUE_DEFAULT, Queue, _Default, _Record
+from impl.validate import check_bool, check_id, check_optional_time, check_time
+
+T = TypeVar("T")
+
+#: The type of ``receive``'s ``visibility_timeout`` argument, as in ``impl.Queue.receive``.
+VisibilityArg = float | Literal[_Default.QUEUE_DEFAULT] | None
+
+
+def _nothing() -> None:
+    """The default hook of :class:`SplitReceiveQueue`: no other consumer runs in the window."""
+
+
+class _ReceiveParts(Queue[T]):
+    """Not a mutant: the pieces of ``impl.Queue.receive`` that the receive mutants reuse as is."""
+
+    def _receive_args(
+        self, block: bool, timeout: float | None, visibility_timeout: VisibilityArg
+    ) -> tuple[float | None, float | None]:
+        """The checked ``(timeout, visibility timeout)`` of a receive, as the real one checks."""
+        check_bool("block", block)
+        wait = check_optional_time("timeout", timeout)
+        if visibility_timeout is _QUEUE_DEFAULT:
+            return wait, self.visibility_timeout
+        return wait, check_optional_time("visibility_timeout", visibility_timeout)
+
+    def _wait_for_visible(self, block: bool, wait: float | None) -> None:
+        """With ``mutex`` held: the real receive's wait loop, up to "something is visible"."""
+        endtime = None if wait is None else self.clock.now() + wait
+        while not self._visible:
+            if self._shutdown:
+                raise ShutDown("receive on a shut-down queue with nothing visible")
+            if not block:
+                raise Empty("no message is visible")
+            if endtime is not None and self.clock.now() >= endtime:
+                raise Empty(f"no message became visible within {wait} seconds")
+            self._wait(self.not_empty, endtime)
+
+
+# =============================================================================================
+# Seed pitfall 1: a plain blocking queue
+# =============================================================================================
+
+
+class PlainBlockingQueue(_ReceiveParts[T]):
+    """MUTANT (seed pitfall 1): ``receive`` removes the message, as ``queue.Queue.get`` does.
+
+    The bug: this is the bounded blocking queue the problem starts from, called done. There is
+    no visibility timeout, no in-flight state and no redelivery: a message is gone (``DONE``)
+    the moment it is handed out, so a consumer that crashes before finishing loses it for good,
+    and the receipt it got can never act (``delete`` says ``False``, ``retry`` cannot give the
+    message back). At-most-once delivery where the contract promises at-least-once.
+
+    Why the checks see it: right after one receive the spec has the message ``IN_FLIGHT`` and
+    the queue has it ``DONE``, so the lockstep test's comparison of the observable state fails
+    (and ``OneState``'s step half: a delete acted on nothing). Capacity is freed on receive too,
+    as in :class:`CapacityFreedOnReceiveQueue`, because that is what a plain queue does.
+    """
+
+    def receive(
+        self,
+        *,
+        block: bool = True,
+        timeout: float | None = None,
+        visibility_timeout: VisibilityArg = _QUEUE_DEFAULT,
+    ) -> Message[T]:
+        wait, _ = self._receive_args(block, timeout, visibility_timeout)
+        with self.mutex:
+            self._wait_for_visible(block, wait)
+            _, rec = self._visible.popitem(last=False)
+            rec.attempt += 1
+            self._done.add(rec.id)  # BUG: gone on delivery; nothing is ever in flight
+            self._notify(self.not_full)
+            return Message(rec.id, rec.body, rec.attempt, self._receipt(rec))
+
+
+# =============================================================================================
+# Seed pitfall 2: receive is not one atomic step
+# =============================================================================================
+
+
+class SplitReceiveQueue(_ReceiveParts[T]):
+    """MUTANT (seed pitfall 2): ``receive`` picks the head in one critical section and stamps it
+    (attempt, deadline, in flight) in a second one.
+
+    The bug: between the two sections the lock is free, so a second consumer can pick the same
+    head, and both stamp it: one message, one attempt, two consumers each holding "the" live
+    receipt, while the next visible message sits unclaimed. The linearization point of receive
+    must be one atomic visible -> in-flight step; here there are two.
+
+    ``between`` (a keyword argument of the constructor; by default nothing) runs in the window,
+    with the lock released, so a test forces the bad interleaving deterministically: a
+    ``threading.Barrier(2).wait`` there makes two concurrent receives both pick before either
+    stamps. Without a hook the window is a few bytecodes wide and tests would hit it by luck.
+
+    Why the checks see it: single-threaded, nothing can run in the window, so the lockstep test
+    passes; only a concurrent history shows the bug, and the linearizability checker rejects it
+    (no sequential order of the spec delivers ``(a, 1)`` twice).
+    """
+
+    def __init__(
+        self,
+        capacity: int | None = None,
+        visibility_timeout: float | None = 30.0,
+        max_receives: int | None = None,
+        clock: Clock | None = None,
+        *,
+        between: Callable[[], object] = _nothing,
+    ) -> None:
+        super().__init__(capacity, visibility_timeout, max_receives, clock)
+        self.between = between
+
+    def receive(
+        self,
+        *,
+        block: bool = True,
+        timeout: float | None = None,
+        visibility_timeout: VisibilityArg = _QUEUE_DEFAULT,
+    ) -> Message[T]:
+        wait, vt = self._receive_args(block, timeout, visibility_timeout)
+        with self.mutex:  # critical section 1: PICK the head and read its attempt
+            self._wait_for_visible(block, wait)
+            rec = next(iter(self._visible.values()))
+            attempt = rec.attempt
+        self.between()  # BUG: the window. Another consumer may pick the same head here.
+        with self.mutex:  # critical section 2: STAMP it and record it in flight
+            self._visible.pop(rec.id, None)
+            rec.attempt = attempt + 1
+            self._receives += 1
+            rec.seq = self._receives
+            rec.deadline = None if vt is None else self.clock.now() + vt
+            self._in_flight[rec.id] = rec
+            if rec.deadline is not None:
+                self._arm(rec)
+            return Message(rec.id, rec.body, rec.attempt, self._receipt(rec))
+
+
+class UnarmedDeadlineQueue(Queue[T]):
+    """MUTANT (seed pitfall 2, second half): receive stamps the deadline but never arms it.
+
+    The bug: the seed's other failure of a non-atomic receive, "the deadline is never armed":
+    the record says "in flight until t", but the sweeper's heap never hears of it, so the
+    message is "received but never expiring". A consumer that dies holds it forever; it is
+    never redelivered, and never dead-lettered.
+
+    Why the checks see it: after the clock passes the deadline and a sweep runs, the spec has
+    released the message and the queue still has it in flight: the lockstep test's comparison
+    of the observable state fails.
+    """
+
+    def _arm(self, rec: _Record[T]) -> None:
+        """BUG: the deadline is recorded on the message but never put where the sweeper looks.
+
+        (``change_visibility`` also arms through here, so its new deadlines are lost too.)
+        """
+
+
+# =============================================================================================
+# Seed pitfall 3: delete by message identity
+# =============================================================================================
+
+
+class DeleteByIdQueue(Queue[T]):
+    """MUTANT (seed pitfall 3): ``delete`` removes the in-flight message with the receipt's id,
+    whatever delivery (and whatever queue) the receipt names.
+
+    The bug: consumer A's delivery timed out and was redelivered to B; A finally deletes with
+    its stale receipt, and the message B is still processing is deleted under B's feet. If B
+    then fails, the message is lost: at-least-once is broken. An ack must match the *live*
+    receipt (queue, id, attempt), or do nothing.
+
+    Why the checks see it: the lockstep test deletes with stale, forged and foreign receipts;
+    the spec says ``False``, this queue says ``True``.
+    """
+
+    def delete(self, receipt: Receipt) -> bool:
+        self._check_receipt(receipt)
+        with self.mutex:
+            rec = self._in_flight.get(receipt.id)  # BUG: by id; not self._live(receipt)
+            if rec is None:
+                return False
+            del self._in_flight[rec.id]
+            rec.deadline = None
+            self._done.add(rec.id)
+            self._notify(self.not_full)
+            return True
+
+
+# =============================================================================================
+# Seed pitfall 4: receipt handles not rotated
+# =============================================================================================
+
+
+class UncheckedAttemptQueue(Queue[T]):
+    """MUTANT (seed pitfall 4): a receipt is "live" if its message is in flight, at any attempt.
+
+    The bug: every delivery does get a fresh receipt, but the guard never looks at the part
+    that makes it fresh, so the stale-handle guard cannot tell old from new: A's receipt from
+    attempt 1 deletes, retries or extends B's attempt 2. Same damage as
+    :class:`DeleteByIdQueue`, for every receipt operation at once.
+
+    Why the checks see it: the lockstep test uses stale receipts (after a retry, an expiry or
+    a redelivery) and forged future ones; the spec refuses them, this queue acts on them.
+    """
+
+    def _live(self, receipt: Receipt) -> _Record[T] | None:
+        if receipt.queue != self._token:
+            return None
+        return self._in_flight.get(receipt.id)  # BUG: rec.attempt != receipt.attempt unchecked
+
+
+class ReusedReceiptQueue(Queue[T]):
+    """MUTANT (seed pitfall 4): every delivery of a message hands out the same receipt.
+
+    The bug: the handle is made once per message, "(queue, id, 1)", instead of once per
+    delivery, and the guard accepts that handle for whatever delivery is in flight. A handle
+    that never changes can never go stale, so the redelivered copy and the timed-out one share
+    it: exactly the stale-ack disaster of pitfall 3.
+
+    Why the checks see it: on the first redelivery the lockstep test finds that the receipt
+    handed out is not the one that names the delivery (``receipt(id, attempt)``); with that
+    assertion gone, the stale deletes that follow fail like :class:`UncheckedAttemptQueue`'s.
+    """
+
+    def _receipt(self, rec: _Record[T]) -> Receipt:
+        return Receipt(self._token, rec.id, 1)  # BUG: not rec.attempt: the same every delivery
+
+    def _live(self, receipt: Receipt) -> _Record[T] | None:
+        if receipt.queue != self._token or receipt.attempt != 1:
+            return None
+        return self._in_flight.get(receipt.id)  # BUG: any delivery of the id matches
+
+
+# =============================================================================================
+# Seed pitfall 5: the sweeper busy-waits, or forgets to signal not_empty
+# =============================================================================================
+
+
+class ForgetfulSweeperQueue(Queue[T]):
+    """MUTANT (seed pitfall 5): expiry makes a message visible again but does not signal
+    ``not_empty``.
+
+    The bug: a lost wakeup. A consumer blocked in ``receive`` (no timeout) waits on
+    ``not_empty`` for a message; the sweeper re-queues one and tells nobody, so the consumer
+    sleeps beside a visible message until some unrelated send or retry happens to signal. The
+    release itself is right; only the notify is missing, and only on the expiry path (retry
+    and ``change_visibility(0)`` still signal, which is what makes this bug easy to miss).
+
+    Why the checks see it: every non-blocking check (lockstep, harness, linearizability) is
+    blind to it: the state is right, only a wakeup is missing. The check that catches it blocks
+    a receiver, expires a message, and asks whether the receiver was woken.
+    """
+
+    def _expire(self, now: float) -> None:
+        while self._expiry and self._expiry[0][0] <= now:
+            rec = self._current(heapq.heappop(self._expiry))
+            if rec is not None:
+                self._release_silently(rec)
+
+    def _release_silently(self, rec: _Record[T]) -> None:
+        """``impl.Queue._release`` without ``self._notify(self.not_empty)``."""
+        del self._in_flight[rec.id]
+        rec.deadline = None
+        max_receives = self.max_receives
+        if max_receives is not None and rec.attempt >= max_receives:
+            self._dead.append(rec)
+            self._notify(self.not_full)
+        else:
+            self._visible[rec.id] = rec  # BUG: made visible, and no receiver is told
+
+
+class PollingSweeperQueue(Queue[T]):
+    """MUTANT (seed pitfall 5): the sweeper polls: it wakes every ``POLL`` seconds to look.
+
+    The bug: busy-waiting with a sleep in it. Every in-flight deadline is still applied (late by
+    up to ``POLL``), so every state-based check passes, but an idle queue is never idle: its
+    sweeper wakes ``1 / POLL`` times a second forever, burning CPU and battery, and shortening
+    ``POLL`` to cut the lateness burns more. The contract: the sweeper waits for the earliest
+    deadline or for a new earlier one, and an idle queue uses no CPU.
+
+    Why the checks see it: the idle-sweeper check empties a queue whose sweeper has run, lets
+    the sweeper go back to sleep, and asks how it sleeps: the real one waits with no deadline
+    at all (only a notify can wake it), this one with a deadline ``POLL`` seconds away.
+    """
+
+    POLL: Final = 0.05
+
+    def _run_sweeper(self) -> None:
+        with self.mutex:
+            while not self._closed:
+                self._expire(self.clock.now())
+                # BUG: wake again soon whatever is due; not self._next_deadline(), not "never"
+                self._sweeper_target = self.clock.now() + self.POLL
+                self._wait(self.new_deadline, self._sweeper_target)
+            self._sweeper_target = None
+
+
+# =============================================================================================
+# Classic bugs
+# =============================================================================================
+
+
+class CapacityFreedOnReceiveQueue(Queue[T]):
+    """MUTANT: capacity counts only visible messages, so receiving a message frees its slot.
+
+    The bug: the plain blocking queue's notion of "full" kept in a queue where a received
+    message is not gone. Producers can then pile up any number of in-flight messages beyond the
+    bound, and when they time out the queue holds more than its capacity: the bound that was to
+    protect memory (and apply back-pressure) protects nothing. ``CapacityBound`` bounds
+    *active* = visible + in flight.
+
+    Why the checks see it: the lockstep test sends to a queue whose slots are all in flight; the
+    queue accepts, and its own self-check (``Queue._check``, the ``CapacityBound`` assertion
+    run at the end of every transition) fails inside ``send``.
+    """
+
+    def _has_room(self) -> bool:
+        cap = self.capacity
+        return cap is None or len(self._visible) < cap  # BUG: + len(self._in_flight) missing
+
+
+class ExpiredToHeadQueue(Queue[T]):
+    """MUTANT: an expired message goes back to the *head* of the visible FIFO, "where it was".
+
+    The bug: release appends to the tail; putting a redelivery first lets one poison message
+    that keeps timing out starve every message behind it, and breaks ``FifoVisible`` (the FIFO
+    is ordered by the time each message re-entered it). The seed says it plainly: a
+    redelivered message re-enters visible, it does not jump to its old slot.
+
+    Why the checks see it: the lockstep test expires a message while another is visible, and
+    ``FifoVisible`` (checked on the queue's state after every step) finds the order wrong.
+    """
+
+    def _expire(self, now: float) -> None:
+        while self._expiry and self._expiry[0][0] <= now:
+            rec = self._current(heapq.heappop(self._expiry))
+            if rec is not None:
+                self._release(rec)
+                if rec.id in self._visible:
+                    self._visible.move_to_end(rec.id, last=False)  # BUG: to the head
+
+
+class SwapRemoveCancelQueue(Queue[T]):
+    """MUTANT: ``cancel`` of a visible message moves the tail into its slot ("swap-remove").
+
+    The bug: the O(1) array trick for deleting from the middle (overwrite with the last element,
+    drop the last) is right for a set and wrong for a queue: the youngest message jumps ahead
+    of everything between, so cancelling one message reorders the others. The contract: cancel
+    leaves the others in their FIFO order.
+
+    Why the checks see it: the lockstep test cancels a visible message from the middle of three
+    or more, and ``FifoVisible`` finds the tail ahead of older messages.
+    """
+
+    def cancel(self, id: str) -> bool:
+        check_id("id", id)
+        with self.mutex:
+            if id in self._visible:
+                items = list(self._visible.items())
+                i = [k for k, _ in items].index(id)
+                items[i] = items[-1]  # BUG: the tail takes the cancelled message's place
+                items.pop()
+                self._visible = OrderedDict(items)
+            else:  # in flight, unknown or finished: as the real cancel
+                rec = self._in_flight.pop(id, None)
+                if rec is None:
+                    return False
+                rec.deadline = None
+            self._cancelled.add(id)
+            self._notify(self.not_full)
+            return True
+
+
+class RetryKeepsAttemptQueue(Queue[T]):
+    """MUTANT: a retried delivery does not count: ``retry`` takes its attempt back.
+
+    The bug: "the consumer gave it back, so it was not really a delivery" sounds reasonable and
+    breaks two things. ``AttemptsCount``: the next delivery repeats the attempt number, so two
+    deliveries carry the same attempt; and receipts: the retried delivery's receipt
+    ``(id, attempt)`` names the redelivery too, so the consumer that gave the message back can
+    still delete it from under its new owner. It also makes a message that is always retried
+    immortal under ``max_receives``.
+
+    Why the checks see it: after a retry the queue shows the message at the old attempt minus
+    one; ``AttemptsCount``'s step half (attempts never go down) fails on the next check.
+    """
+
+    def retry(self, receipt: Receipt) -> bool:
+        self._check_receipt(receipt)
+        with self.mutex:
+            rec = self._live(receipt)
+            if rec is None:
+                return False
+            self._release(rec)
+            if rec.id in self._visible:
+                rec.attempt -= 1  # BUG: the delivery is "uncounted"
+            return True
+
+
+class DeadLetterOffByOneQueue(Queue[T]):
+    """MUTANT: a message is dead-lettered after ``max_receives + 1`` deliveries, not after
+    ``max_receives``.
+
+    The bug: ``attempt > max_receives`` where the policy says ``attempt >= max_receives``: a
+    poison message gets one delivery more than configured (with ``max_receives=1``, "deliver at
+    most once", it is delivered twice). Off-by-one errors in a redrive policy are classic
+    because both readings of "after N receives" sound right; the contract fixes one.
+
+    Why the checks see it: the lockstep test releases a message that has had ``max_receives``
+    deliveries; the spec dead-letters it, this queue makes it visible again, and the
+    comparison of the observable state fails.
+    """
+
+    def _release(self, rec: _Record[T]) -> None:
+        del self._in_flight[rec.id]
+        rec.deadline = None
+        max_receives = self.max_receives
+        if max_receives is not None and rec.attempt > max_receives:  # BUG: > for >=
+            self._dead.append(rec)
+            self._notify(self.not_full)
+        else:
+            self._visible[rec.id] = rec
+            self._notify(self.not_empty)
+
+
+class ExtendAddsQueue(Queue[T]):
+    """MUTANT: ``change_visibility(receipt, t)`` adds ``t`` to the old deadline.
+
+    The bug: SQS's ChangeMessageVisibility sets the timeout *from now*; adding to the old
+    deadline gives a consumer that extends every few seconds an ever-growing lease (and one that
+    extends after its deadline passed a deadline still in the past). The contract says "from
+    now, not added", because that is what a heartbeat needs.
+
+    Why the checks see it: the lockstep test compares in-flight deadlines after every step; the
+    first extension of a delivery whose deadline is not ``now`` differs.
+    """
+
+    def change_visibility(self, receipt: Receipt, timeout: float) -> bool:
+        self._check_receipt(receipt)
+        t = check_time("timeout", timeout)
+        with self.mutex:
+            rec = self._live(receipt)
+            if rec is None:
+                return False
+            if t == 0:
+                self._release(rec)
+            else:
+                old = rec.deadline if rec.deadline is not None else self.clock.now()
+                rec.deadline = old + t  # BUG: not self.clock.now() + t
+                self._arm(rec)
+            return True
+
+
+_ALL: tuple[type[Queue[Any]], ...] = (
+    PlainBlockingQueue,
+    SplitReceiveQueue,
+    UnarmedDeadlineQueue,
+    DeleteByIdQueue,
+    UncheckedAttemptQueue,
+    ReusedReceiptQueue,
+    ForgetfulSweeperQueue,
+    PollingSweeperQueue,
+    CapacityFreedOnReceiveQueue,
+    ExpiredToHeadQueue,
+    SwapRemoveCancelQueue,
+    RetryKeepsAttemptQueue,
+    DeadLetterOffByOneQueue,
+    ExtendAddsQueue,
+)
+
+#: Every mutant by name (its class name), in the order of the module docstring.
+MUTANTS: Final[Mapping[str, type[Queue[Any]]]] = {cls.__name__: cls for cls in _ALL}

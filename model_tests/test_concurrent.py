@@ -1,0 +1,362 @@
+"""Concurrent model-based tests: random concurrent programs on ``impl.Queue``, whose recorded
+histories must be linearizable against the spec.
+
+Hypothesis draws a *program*: a queue configuration, a sequential prefix run by the main thread,
+then two to four concurrent suffixes, each run by its own thread, all released together by a
+barrier, then an epilogue (a sweep and a drain) by the main thread again. Operations are the
+contract's: send, non-blocking receive, delete / retry / change_visibility with receipts from
+earlier deliveries (or forged ones: stale, future, attempt 0), cancel and sweep. The clock is an
+``impl.FakeClock``: frozen, or moved by a recorded ``advance`` that one of the suffix threads
+makes, racing the others (and the queue's own sweeper thread, which that advance may wake).
+
+Every call goes through a :class:`~model_tests.linearizability.HistoryRecorder`, and the
+history must be linearizable for ``check(..., sweeper=True)`` (the queue's background sweeper
+may release a due message between any two operations). The checker's verdict is a value:
+:class:`Unknown` (the budget ran out) fails the test like :class:`NotLinearizable` does, and the
+sizes below keep every history small enough (at most 30 operations, at most 16 concurrent)
+that the budget is never approached.
+
+Select with ``pytest -k linearizab``.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, Final, TypeAlias
+
+import pytest
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
+
+import spec
+from impl import DuplicateIdError, Empty, FakeClock, Full, Message, Queue, Receipt
+from model_tests.linearizability import (
+    Entry,
+    HistoryRecorder,
+    Linearizable,
+    QueueAdapter,
+    SweeperStep,
+    Verdict,
+    check,
+    format_history,
+)
+from model_tests.mutants import DeleteByIdQueue
+
+#: A bound, in real seconds, on every wait for another thread: a bug fails, it does not hang.
+BOUND: Final = 10.0
+#: The checker's budget in spec steps: far above what these histories need (a few thousand).
+MAX_STEPS: Final = 2_000_000
+
+IDS: Final = ("a", "b", "c")
+#: A receive's visibility timeout: the queue's default, never, due at once, or a time.
+VTS: Final = ("default", None, 0.0, 1.0, 2.0)
+EXTENDS: Final = (0.0, 1.0, 3.0)
+DTS: Final = (0.5, 1.0, 2.0)
+#: Receipt references: below FORGED, the n-th delivery seen by the thread (mod how many);
+#: from FORGED on, a forged receipt for (IDS[n % 3], n % 3).
+FORGED: Final = 6
+
+#: One operation of a program, as data: ``("send", id)``, ``("receive", vt)``,
+#: ``("delete" | "retry", ref)``, ``("change_visibility", ref, t)``, ``("cancel", id)``,
+#: ``("sweep",)``, ``("advance", dt)``.
+Op: TypeAlias = tuple[Any, ...]
+
+
+@dataclass(frozen=True)
+class Program:
+    """A queue configuration, a sequential prefix and 2 to 4 concurrent suffixes."""
+
+    capacity: int | None
+    visibility_timeout: float | None
+    max_receives: int | None
+    prefix: tuple[Op, ...]
+    suffixes: tuple[tuple[Op, ...], ...]
+
+    def config(self) -> spec.Config:
+        return spec.Config(capacity=self.capacity, max_receives=self.max_receives)
+
+
+ids = st.sampled_from(IDS)
+refs = st.integers(0, FORGED + 2)
+ops: st.SearchStrategy[Op] = st.one_of(
+    st.tuples(st.just("send"), ids),
+    st.tuples(st.just("receive"), st.sampled_from(VTS)),
+    st.tuples(st.sampled_from(("delete", "retry")), refs),
+    st.tuples(st.just("change_visibility"), refs, st.sampled_from(EXTENDS)),
+    st.tuples(st.just("cancel"), ids),
+    st.tuples(st.just("sweep")),
+)
+
+
+@st.composite
+def programs(draw: st.DrawFn) -> Program:
+    """A program: the prefix sends one to three messages and receives some of them (so that
+    suffixes have receipts to use, live or about to go stale), then does up to four random
+    operations; in about two of three programs one suffix thread also advances the clock."""
+    sent = draw(st.lists(ids, min_size=1, max_size=3, unique=True))
+    prefix: list[Op] = [("send", id) for id in sent]
+    prefix += [("receive", draw(st.sampled_from(VTS))) for _ in range(draw(st.integers(0, 3)))]
+    prefix += draw(
+        st.lists(st.one_of(ops, st.tuples(st.just("advance"), st.sampled_from(DTS))), max_size=4)
+    )
+    suffixes = draw(st.lists(st.lists(ops, min_size=1, max_size=3), min_size=2, max_size=4))
+    if draw(st.integers(0, 2)):
+        ticker = draw(st.integers(0, len(suffixes) - 1))
+        at = draw(st.integers(0, len(suffixes[ticker])))
+        suffixes[ticker].insert(at, ("advance", draw(st.sampled_from(DTS))))
+    return Program(
+        capacity=draw(st.none() | st.integers(1, 3)),
+        visibility_timeout=draw(st.sampled_from((None, 1.0, 2.0))),
+        max_receives=draw(st.none() | st.integers(1, 2)),
+        prefix=tuple(prefix),
+        suffixes=tuple(tuple(s) for s in suffixes),
+    )
+
+
+@contextmanager
+def fine_grained_switching() -> Iterator[None]:
+    """Make the interpreter switch threads every microsecond instead of every 5 ms.
+
+    A queue operation takes microseconds, so with the default interval a thread usually runs
+    all its operations before the next one starts and nothing overlaps. This changes how often
+    threads *may* interleave, not what any of them waits for: nothing here relies on timing.
+    """
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        yield
+    finally:
+        sys.setswitchinterval(old)
+
+
+@dataclass
+class Run:
+    """What running a program produced."""
+
+    history: list[Entry]
+    verdict: Verdict
+    #: (thread, op name, result) of every call that returned, for statistics.
+    results: list[tuple[str, str, object]]
+
+
+class _Runner:
+    """Runs one program's operations on one queue, recording each call."""
+
+    def __init__(self, q: Queue[str], clock: FakeClock, rec: HistoryRecorder) -> None:
+        self.q = q
+        self.clock = clock
+        self.rec = rec
+        self.prefix_deliveries: list[Message[str]] = []
+        self.results: list[tuple[str, str, object]] = []
+        self._lock = threading.Lock()
+
+    def _receipt(self, ref: int, own: list[Message[str]]) -> Receipt:
+        pool = self.prefix_deliveries + own
+        if ref >= FORGED or not pool:
+            return self.q.receipt(IDS[ref % len(IDS)], ref % 3)
+        return pool[ref % len(pool)].receipt
+
+    def run(self, thread: str, op: Op, own: list[Message[str]]) -> None:
+        """Perform ``op`` as ``thread``; the queue's refusals (Full, Empty, a duplicate id) are
+        results, recorded like any other; anything else is recorded too, and the checker
+        reports it."""
+        name, q, call = op[0], self.q, self.rec.call
+        result: object = None
+        try:
+            if name == "send":
+                result = call(thread, "send", q.send, op[1].upper(), id=op[1], block=False)
+            elif name == "receive":
+                if op[1] == "default":
+                    m = call(thread, "receive", q.receive, block=False)
+                else:
+                    m = call(thread, "receive", q.receive, block=False, visibility_timeout=op[1])
+                own.append(m)
+                result = m
+            elif name in ("delete", "retry"):
+                fn = q.delete if name == "delete" else q.retry
+                result = call(thread, name, fn, self._receipt(op[1], own))
+            elif name == "change_visibility":
+                r = self._receipt(op[1], own)
+                result = call(thread, name, q.change_visibility, r, op[2])
+            elif name == "cancel":
+                result = call(thread, "cancel", q.cancel, op[1])
+            elif name == "sweep":
+                call(thread, "sweep", q.sweep)
+            elif name == "advance":
+                call(thread, "advance", self.clock.advance, op[1])
+            else:
+                raise ValueError(f"unknown op {op!r}")
+        except (Full, Empty, DuplicateIdError):
+            result = False
+        except Exception as e:  # recorded as a Raised result: the checker points at it
+            result = e
+        with self._lock:
+            self.results.append((thread, name, result))
+
+
+def run_program(program: Program, queue_class: type[Queue[str]] = Queue) -> Run:
+    """Run ``program`` on a fresh ``queue_class`` and check its history (budget: MAX_STEPS)."""
+    clock = FakeClock()
+    q = queue_class(
+        capacity=program.capacity,
+        visibility_timeout=program.visibility_timeout,
+        max_receives=program.max_receives,
+        clock=clock,
+    )
+    rec = HistoryRecorder(QueueAdapter(visibility_timeout=program.visibility_timeout))
+    runner = _Runner(q, clock, rec)
+    try:
+        for op in program.prefix:
+            runner.run("main", op, runner.prefix_deliveries)
+        start = threading.Barrier(len(program.suffixes), timeout=BOUND)
+        errors: list[BaseException] = []
+
+        def suffix(name: str, suffix_ops: tuple[Op, ...]) -> Callable[[], None]:
+            def body() -> None:
+                try:
+                    start.wait()
+                    own: list[Message[str]] = []
+                    for op in suffix_ops:
+                        runner.run(name, op, own)
+                except BaseException as e:
+                    errors.append(e)
+
+            return body
+
+        threads = [
+            threading.Thread(target=suffix(f"t{i + 1}", s), name=f"t{i + 1}", daemon=True)
+            for i, s in enumerate(program.suffixes)
+        ]
+        with fine_grained_switching():
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join(BOUND)
+                assert not t.is_alive(), f"{t.name} did not finish within {BOUND} s"
+        assert not errors, errors
+        # Epilogue: apply what is due, then take every visible message, so a message lost or
+        # duplicated by the concurrent phase shows up in the results.
+        runner.run("main", ("sweep",), [])
+        for _ in range(len(IDS) + 1):
+            runner.run("main", ("receive", None), [])
+    finally:
+        q.close()
+    history = rec.history()
+    verdict = check(history, program.config(), sweeper=True, max_steps=MAX_STEPS)
+    return Run(history, verdict, runner.results)
+
+
+CONCURRENT: Final = settings(
+    max_examples=150,
+    derandomize=True,  # the same programs every run; any interleaving of them must pass
+    database=None,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+
+
+@CONCURRENT
+@given(programs())
+def test_concurrent_histories_are_linearizable(program: Program) -> None:
+    run = run_program(program)
+    assert isinstance(run.verdict, Linearizable), format_history(run.history, run.verdict)
+
+
+def test_linearizability_runs_reach_the_interesting_cases() -> None:
+    """The generator must produce what the test above claims to cover."""
+    seen: Counter[str] = Counter()
+
+    @settings(CONCURRENT, max_examples=40)
+    @given(programs())
+    def collect(program: Program) -> None:
+        run = run_program(program)
+        assert isinstance(run.verdict, Linearizable)
+        threads = len(program.suffixes)
+        seen[f"{threads} threads"] += 1
+        for thread, name, result in run.results:
+            if thread == "main":
+                continue
+            if name == "advance":
+                seen["advance by a thread"] += 1
+            if name in ("delete", "retry", "change_visibility") and result is True:
+                seen["receipt acted concurrently"] += 1
+            if name == "receive" and isinstance(result, Message) and result.attempt > 1:
+                seen["concurrent redelivery"] += 1
+        if any(isinstance(s, SweeperStep) for s in run.verdict.order):
+            seen["background sweeper release"] += 1
+        calls = [(e.call, e.ret) for e in run.history if e.thread != "main" and e.ret is not None]
+        if any(a[0] < b[1] and b[0] < a[1] for a in calls for b in calls if a is not b):
+            seen["overlapping calls"] += 1
+
+    collect()
+    for what in (
+        "2 threads",
+        "3 threads",
+        "4 threads",
+        "advance by a thread",
+        "receipt acted concurrently",
+        "concurrent redelivery",
+        "background sweeper release",
+        "overlapping calls",
+    ):
+        assert seen[what] >= 1, f"never: {what!r} in {dict(seen)}"
+
+
+@pytest.mark.parametrize("threads", [2, 4])
+def test_linearizability_of_a_receive_race_for_one_message(threads: int) -> None:
+    """Hand-written: every thread receives the one message at once; exactly one gets it."""
+    program = Program(
+        capacity=None,
+        visibility_timeout=None,
+        max_receives=None,
+        prefix=(("send", "a"),),
+        suffixes=tuple((("receive", "default"),) for _ in range(threads)),
+    )
+    run = run_program(program)
+    assert isinstance(run.verdict, Linearizable), format_history(run.history, run.verdict)
+    got = [r for t, n, r in run.results if t != "main" and n == "receive"]
+    assert sum(isinstance(r, Message) for r in got) == 1
+
+
+def test_linearizability_of_a_late_delete_racing_an_advance() -> None:
+    """Hand-written: the contract's race: a delete after the deadline against the expiry.
+
+    Either order is correct: the delete wins (True; nothing to redeliver) or the sweep wins
+    (False; the epilogue's drain redelivers ``a`` as attempt 2). The checker accepts whichever
+    happened and only that one.
+    """
+    program = Program(
+        capacity=None,
+        visibility_timeout=1.0,
+        max_receives=None,
+        prefix=(("send", "a"), ("receive", "default")),
+        suffixes=((("delete", 0),), (("advance", 1.0), ("sweep",))),
+    )
+    run = run_program(program)
+    assert isinstance(run.verdict, Linearizable), format_history(run.history, run.verdict)
+    deleted = [r for t, n, r in run.results if n == "delete"] == [True]
+    drained = [
+        (r.id, r.attempt) for t, n, r in run.results if t == "main" and isinstance(r, Message)
+    ][1:]  # the first one is the prefix's delivery
+    assert drained == ([] if deleted else [("a", 2)])
+
+
+def test_linearizability_check_of_concurrent_runs_catches_a_mutant() -> None:
+    """The concurrent test is not vacuous: it fails on a queue that deletes by id."""
+    failures: list[str] = []
+
+    @settings(CONCURRENT, max_examples=60, phases=[Phase.generate])
+    @given(programs())
+    def probe(program: Program) -> None:
+        run = run_program(program, DeleteByIdQueue)
+        if not isinstance(run.verdict, Linearizable):
+            failures.append(format_history(run.history, run.verdict))
+
+    probe()
+    assert failures, "60 concurrent programs did not catch delete-by-id"
+    assert "NOT LINEARIZABLE" in failures[0]

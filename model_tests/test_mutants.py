@@ -1,0 +1,621 @@
+"""The project's own checks, run on every mutant of the catalogue (``model_tests/mutants.py``).
+
+For each mutant this shows *which* check fails and *with what message*, and that the same check
+passes on ``impl.Queue``. The checks are the real ones:
+
+- the lockstep state machine of ``model_tests/test_lockstep.py`` (its rules, which compare each
+  result with the spec's, and its invariants, which compare the whole state and check the
+  contract's invariants by name). Each mutant gets a short *witness program*: the rules a
+  Hypothesis run would call, in an order that reaches the bug, run through the machine's own
+  rule and invariant methods exactly as Hypothesis runs them (invariants after every step).
+  That makes "which check fails" deterministic and fast. A separate test lets Hypothesis search
+  on its own (derandomized) and shows it finds the same bugs unaided;
+- the second seed's four examples through the scenario harness (``model_tests/targets.py``);
+- the linearizability checker, for the bug only a concurrent history shows;
+- two checks of waking and waiting (a lost wakeup, a polling sweeper), which no state-based
+  check can see, defined here.
+
+Select them with ``pytest -k mutant``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+import json
+import re
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final, cast
+from unittest import mock
+
+import pytest
+from hypothesis import HealthCheck, Phase, settings
+from hypothesis.stateful import run_state_machine_as_test
+
+from impl import FakeClock, Message, Queue
+from model_tests import test_lockstep
+from model_tests.linearizability import (
+    HistoryRecorder,
+    Linearizable,
+    NotLinearizable,
+    QueueAdapter,
+    check,
+    format_history,
+)
+from model_tests.mutants import (
+    MUTANTS,
+    CapacityFreedOnReceiveQueue,
+    DeadLetterOffByOneQueue,
+    DeleteByIdQueue,
+    ExpiredToHeadQueue,
+    ExtendAddsQueue,
+    ForgetfulSweeperQueue,
+    PlainBlockingQueue,
+    PollingSweeperQueue,
+    RetryKeepsAttemptQueue,
+    ReusedReceiptQueue,
+    SplitReceiveQueue,
+    SwapRemoveCancelQueue,
+    UnarmedDeadlineQueue,
+    UncheckedAttemptQueue,
+)
+from model_tests.scenario_format import QueueConfig
+from model_tests.targets import ImplTarget, run_scenario
+
+#: A bound, in real seconds, on every wait for another thread: a bug fails, it does not hang.
+BOUND: Final = 10.0
+
+QueueClass = type[Queue[Any]]
+
+
+# =============================================================================================
+# Running the lockstep machine on another queue class
+# =============================================================================================
+
+
+@contextmanager
+def lockstep_builds(queue_class: QueueClass) -> Iterator[None]:
+    """Make ``test_lockstep.QueueMachine`` build ``queue_class`` instead of ``impl.Queue``."""
+    with mock.patch.object(test_lockstep.QueueMachine, "queue_class", queue_class):
+        yield
+
+
+@dataclass(frozen=True)
+class Failure:
+    """A check of the lockstep machine failed: ``check`` is the rule or invariant that raised."""
+
+    check: str
+    message: str
+    step: int
+
+
+def _invariant_names() -> list[str]:
+    """The machine's invariants, in the order Hypothesis runs them (``inspect.getmembers``)."""
+    return [
+        name
+        for name, f in inspect.getmembers(test_lockstep.QueueMachine)
+        if getattr(f, "hypothesis_stateful_invariant", None) is not None
+    ]
+
+
+@dataclass(frozen=True)
+class Draws:
+    """In a witness program: stands in for a rule's ``st.data()``; its ``draw`` calls return
+    these values, in order (a fresh copy for every run)."""
+
+    values: tuple[object, ...]
+
+
+class _Drawer:
+    def __init__(self, values: tuple[object, ...]) -> None:
+        self._values = list(values)
+
+    def draw(self, strategy: object, label: object = None) -> object:
+        del strategy, label
+        assert self._values, "the witness program supplies fewer draws than the rule makes"
+        return self._values.pop(0)
+
+
+@dataclass(frozen=True)
+class Ticket:
+    """In a witness program: the receipt that step ``step`` (a receive) returned."""
+
+    step: int
+
+
+#: One step of a witness program: a rule of the machine and its arguments.
+Step = tuple[str, dict[str, object]]
+
+
+@dataclass(frozen=True)
+class Witness:
+    """A program for the lockstep machine that reaches a mutant's bug, and what must fail."""
+
+    config: dict[str, object]
+    steps: Sequence[Step]
+    check: str
+    message: str  # a regular expression the failure's message must match
+    why: str = ""
+
+
+def _argument(value: object, results: list[object]) -> object:
+    if isinstance(value, Ticket):
+        return results[value.step]
+    if isinstance(value, Draws):
+        return _Drawer(value.values)
+    return value
+
+
+def run_witness(queue_class: QueueClass, w: Witness) -> Failure | None:
+    """Run ``w`` through the machine's rules, with every invariant after every step, as
+    Hypothesis does; the first check that fails, or ``None`` if all pass."""
+    invariants = _invariant_names()
+    m = test_lockstep.QueueMachine()
+    results: list[object] = []
+    # Outside a Hypothesis run there is nowhere to record statistics: hypothesis.event() raises.
+    quiet = (
+        mock.patch.object(test_lockstep, "event", lambda *args, **kwargs: None)
+        if hasattr(test_lockstep, "event")
+        else contextlib.nullcontext()
+    )
+    steps = [("create_queues", w.config), *w.steps]
+    try:
+        with quiet:
+            for i, (rule, kwargs) in enumerate(steps):
+                args = {k: _argument(v, results) for k, v in kwargs.items()}
+                try:
+                    with lockstep_builds(queue_class):
+                        results.append(getattr(m, rule)(**args))
+                except AssertionError as e:
+                    return Failure(rule, str(e), i)
+                for name in invariants:
+                    try:
+                        getattr(m, name)()
+                    except AssertionError as e:
+                        return Failure(name, str(e), i)
+        return None
+    finally:
+        m.teardown()
+
+
+def _send(id: str, pair: int = 0) -> Step:
+    return ("send", {"pair": pair, "id": id, "body": id.upper()})
+
+
+def _receive(pair: int = 0, vt: object = "default") -> Step:
+    # The rule draws "from a pair with something visible?" (nonzero: yes), then the pair.
+    return ("receive", {"data": Draws((1, pair)), "vt": vt})
+
+
+def _cancel(id: str, pair: int = 0) -> Step:
+    # The rule draws "an accepted id?" (0: yes), then the id.
+    return ("cancel", {"pair": pair, "data": Draws((0, id))})
+
+
+def _advance(dt: float) -> Step:
+    # The rule draws how to move ("any": by a drawn amount), then the amount.
+    return ("advance", {"data": Draws(("any", dt))})
+
+
+def _with(rule: str, receive_step: int, **kwargs: object) -> Step:
+    return (rule, {"ticket": Ticket(receive_step), "other": False, **kwargs})
+
+
+def _config(
+    capacity: int | None = None, vt: float | None = 1.0, max_receives: int | None = None
+) -> dict[str, object]:
+    return {"capacity": capacity, "vt": vt, "max_receives": max_receives}
+
+
+#: A stale receipt after a redelivery: receive (step 2) a, give it back, receive it again, then
+#: use the first receipt. Step numbers count create_queues as step 0.
+_STALE_AFTER_RETRY: Final = [_send("a"), _receive(), _with("retry", 2), _receive()]
+
+_OBSERVED: Final = r"queue 0: impl Observed\("
+
+WITNESSES: Final[dict[QueueClass, Witness]] = {
+    PlainBlockingQueue: Witness(
+        _config(),
+        [_send("a"), _receive()],
+        "observable_state_matches_spec",
+        _OBSERVED + r".*done=frozenset\(\{'a'\}\).* != spec .*in_flight=\(Item\(id='a'",
+        "right after the receive, the spec has a in flight, the queue has it done",
+    ),
+    UnarmedDeadlineQueue: Witness(
+        _config(vt=1.0),
+        [_send("a"), _receive(), _advance(1.0)],
+        "observable_state_matches_spec",
+        _OBSERVED + r"visible=\(\), in_flight=\(Item\(id='a'.*deadline=1\.0\),\).* != spec "
+        r"Observed\(visible=\(Item\(id='a'",
+        "the deadline passed and the sweep ran: the spec released a, the queue still holds it",
+    ),
+    DeleteByIdQueue: Witness(
+        _config(),
+        [*_STALE_AFTER_RETRY, _with("delete", 2)],
+        "delete",
+        r"assert True == False",
+        "the stale receipt of attempt 1 deleted attempt 2",
+    ),
+    UncheckedAttemptQueue: Witness(
+        _config(),
+        [*_STALE_AFTER_RETRY, _with("delete", 2)],
+        "delete",
+        r"assert True == False",
+        "the stale receipt of attempt 1 is taken as live for attempt 2",
+    ),
+    ReusedReceiptQueue: Witness(
+        _config(),
+        _STALE_AFTER_RETRY,
+        "receive",
+        r"receipt\(\) does not name the delivery",
+        "the second delivery hands out the first delivery's receipt",
+    ),
+    CapacityFreedOnReceiveQueue: Witness(
+        _config(capacity=1),
+        [_send("a"), _receive(), _send("b")],
+        "send",
+        r"^CapacityBound$",
+        "the queue's own self-check (Queue._check) fails inside the accepted send",
+    ),
+    ExpiredToHeadQueue: Witness(
+        _config(vt=1.0),
+        [_send("a"), _send("b"), _receive(), _advance(1.0)],
+        "FifoVisible",
+        r"FifoVisible: visible went from \('b',\) to \('a', 'b'\)",
+        "a expired and went ahead of b, which was visible before a re-entered",
+    ),
+    SwapRemoveCancelQueue: Witness(
+        _config(vt=None),
+        [_send("a"), _send("b"), _send("c"), _send("d"), _cancel("b")],
+        "FifoVisible",
+        r"FifoVisible: visible went from \('a', 'b', 'c', 'd'\) to \('a', 'd', 'c'\)",
+        "cancelling b moved d ahead of c",
+    ),
+    RetryKeepsAttemptQueue: Witness(
+        _config(),
+        [_send("a"), _receive(), _with("retry", 2)],
+        "AttemptsCount",
+        r"AttemptsCount: 'a' went from attempt 1 to 0",
+        "the retry took the attempt back",
+    ),
+    DeadLetterOffByOneQueue: Witness(
+        _config(max_receives=1),
+        [_send("a"), _receive(), _with("retry", 2)],
+        "observable_state_matches_spec",
+        _OBSERVED + r"visible=\(Item\(id='a'.*dead=\(\).* != spec Observed\(visible=\(\), "
+        r"in_flight=\(\), dead=\(Item\(id='a'",
+        "with max_receives=1 the first release must dead-letter a; it went back to visible",
+    ),
+    ExtendAddsQueue: Witness(
+        _config(vt=1.0),
+        [_send("a"), _receive(), _advance(0.5), _with("change_visibility", 2, timeout=2.0)],
+        "observable_state_matches_spec",
+        _OBSERVED + r".*deadline=3\.0\),\).* != spec .*deadline=2\.5\),\)",
+        "extended at t=0.5 by 2: the deadline is 2.5 (from now), not 3.0 (added to 1.0)",
+    ),
+}
+
+
+@pytest.mark.parametrize("mutant", list(WITNESSES), ids=lambda c: c.__name__)
+def test_mutant_fails_the_lockstep_checks(mutant: QueueClass) -> None:
+    w = WITNESSES[mutant]
+    failure = run_witness(mutant, w)
+    assert failure is not None, f"{mutant.__name__} passed every lockstep check: {w.why}"
+    assert (failure.check, failure.step) == (w.check, len(w.steps)), failure
+    assert re.search(w.message, failure.message, re.DOTALL), failure.message
+
+
+@pytest.mark.parametrize("mutant", list(WITNESSES), ids=lambda c: c.__name__)
+def test_mutant_witness_passes_the_lockstep_checks_on_the_real_queue(mutant: QueueClass) -> None:
+    assert run_witness(Queue, WITNESSES[mutant]) is None
+
+
+# -- Hypothesis finds them unaided -------------------------------------------------------------
+
+#: Small, derandomized and without shrinking (the first failing run is reported as it is), so
+#: the test is deterministic and takes seconds; what it finds is the same on every run.
+SEARCH: Final = settings(
+    max_examples=60,
+    stateful_step_count=25,
+    derandomize=True,
+    database=None,
+    deadline=None,
+    phases=[Phase.explicit, Phase.generate],
+    suppress_health_check=list(HealthCheck),
+)
+
+#: Mutants the derandomized search above finds, with the checks that can catch each first
+#: (which one does depends on the examples the search draws, so on the machine's strategies).
+FOUND_BY_SEARCH: Final[dict[QueueClass, set[str]]] = {
+    PlainBlockingQueue: {"observable_state_matches_spec", "OneState", "delete", "retry"},
+    ReusedReceiptQueue: {"receive", "delete", "retry", "change_visibility"},
+    RetryKeepsAttemptQueue: {"AttemptsCount", "observable_state_matches_spec", "receive"},
+}
+
+
+def _failing_check(exc: BaseException) -> str:
+    """The innermost rule or invariant of the machine in ``exc``'s traceback."""
+    tb = exc.__traceback__
+    names: list[str] = []
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        if code.co_filename == test_lockstep.__file__ and not code.co_name.startswith("_"):
+            names.append(code.co_name)
+        tb = tb.tb_next
+    return names[-1] if names else "?"
+
+
+@pytest.mark.parametrize("mutant", [Queue, *FOUND_BY_SEARCH], ids=lambda c: c.__name__)
+def test_lockstep_search_finds_the_mutant_unaided(mutant: QueueClass) -> None:
+    with lockstep_builds(mutant):
+        if mutant is Queue:
+            run_state_machine_as_test(test_lockstep.QueueMachine, settings=SEARCH)
+            return
+        with pytest.raises(AssertionError) as info:
+            run_state_machine_as_test(test_lockstep.QueueMachine, settings=SEARCH)
+    assert _failing_check(info.value) in FOUND_BY_SEARCH[mutant], info.value
+
+
+# =============================================================================================
+# The second seed's four examples, through the harness
+# =============================================================================================
+
+SEED_EXAMPLES: Final = [
+    json.loads(line)
+    for line in (Path(__file__).parent.parent / "tests" / "data" / "seed_examples.jsonl")
+    .read_text(encoding="utf-8")
+    .splitlines()
+]
+
+#: What the examples exercise: an ack with a stale attempt after a retry ("retry fences old
+#: attempt"), a redelivery's attempt, in-flight messages holding capacity ("in flight
+#: capacity") and acks of live deliveries. Nothing expires, nothing is dead-lettered, no
+#: visible message is cancelled from between two others, nothing runs concurrently, so the
+#: other mutants pass them.
+CAUGHT_BY_SEED_EXAMPLES: Final = {
+    PlainBlockingQueue,  # every ack of a live delivery says False
+    DeleteByIdQueue,  # the stale ack ["ack", "a", 1] after the retry says True
+    UncheckedAttemptQueue,  # the same
+    ReusedReceiptQueue,  # the same: the stale handle is the live one
+    CapacityFreedOnReceiveQueue,  # ["enqueue", "b"] with a in flight is accepted
+    RetryKeepsAttemptQueue,  # the redelivery after the retry is attempt 1 again
+}
+
+
+def _target(queue_class: QueueClass) -> Callable[[QueueConfig], ImplTarget]:
+    class MutantTarget(ImplTarget):
+        def new_queue(self) -> None:
+            c = self._config
+            self.queues.append(
+                queue_class(
+                    capacity=c.capacity,
+                    visibility_timeout=c.visibility_timeout,
+                    max_receives=c.max_receives,
+                    clock=self.clock,
+                )
+            )
+            self._current = len(self.queues) - 1
+
+    return MutantTarget
+
+
+def _seed_examples_fail(queue_class: QueueClass) -> list[str]:
+    """Names of the seed examples whose output differs (or that raise) on ``queue_class``."""
+    failed = []
+    for e in SEED_EXAMPLES:
+        try:
+            ok = run_scenario(e["input"], _target(queue_class)) == e["expected"]
+        except AssertionError:  # the queue's own self-check
+            ok = False
+        if not ok:
+            failed.append(e["name"])
+    return failed
+
+
+@pytest.mark.parametrize("mutant", [Queue, *MUTANTS.values()], ids=lambda c: c.__name__)
+def test_mutant_against_the_seed_examples(mutant: QueueClass) -> None:
+    failed = _seed_examples_fail(mutant)
+    if mutant in CAUGHT_BY_SEED_EXAMPLES:
+        assert failed, f"no seed example catches {mutant.__name__}"
+    else:
+        assert failed == []
+
+
+# =============================================================================================
+# Pitfall 2: only a concurrent history shows a split receive
+# =============================================================================================
+
+
+def _two_concurrent_receives(q: Queue[str], gate: Callable[[], object]) -> HistoryRecorder:
+    """Send a and b, then two consumer threads receive at once; ``gate`` lines them up."""
+    rec = HistoryRecorder(QueueAdapter(visibility_timeout=None))
+    rec.call("producer", "send", q.send, "A", id="a")
+    rec.call("producer", "send", q.send, "B", id="b")
+    errors: list[BaseException] = []
+
+    def consumer(name: str) -> None:
+        try:
+            gate()
+            rec.call(name, "receive", q.receive, block=False)
+        except BaseException as e:
+            errors.append(e)
+
+    threads = [threading.Thread(target=consumer, args=(n,), daemon=True) for n in ("c1", "c2")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(BOUND)
+        assert not t.is_alive()
+    assert not errors, errors
+    return rec
+
+
+def test_mutant_split_receive_is_not_linearizable() -> None:
+    # Both consumers pick before either stamps: the barrier in the window forces it every time.
+    window = threading.Barrier(2, timeout=BOUND)
+    q: Queue[str] = SplitReceiveQueue(
+        visibility_timeout=None, clock=FakeClock(), between=window.wait
+    )
+    with q:
+        rec = _two_concurrent_receives(q, gate=lambda: None)
+    delivered = sorted((m.id, m.attempt) for c in rec.calls() if isinstance(m := c.value, Message))
+    assert delivered == [("a", 1), ("a", 1)]  # one delivery, two consumers; b never handed out
+    verdict = check(rec.history())
+    assert isinstance(verdict, NotLinearizable), format_history(rec.history(), verdict)
+    assert verdict.culprit.op.name == "receive"
+    assert [m.expected for m in verdict.stuck] == [("b", "B", 1)]  # the spec gives b instead
+
+
+def test_mutant_split_receive_check_passes_on_the_real_queue() -> None:
+    gate = threading.Barrier(2, timeout=BOUND)  # as close together as two calls can get
+    with Queue[str](visibility_timeout=None, clock=FakeClock()) as q:
+        rec = _two_concurrent_receives(q, gate=gate.wait)
+    verdict = check(rec.history())
+    assert isinstance(verdict, Linearizable), format_history(rec.history(), verdict)
+
+
+# =============================================================================================
+# Pitfall 5: a lost wakeup, and a sweeper that polls
+# =============================================================================================
+
+
+def _parked(cond: threading.Condition) -> int:
+    """Threads waiting on ``cond`` that no notify has reached yet (call with its lock held).
+
+    ``Condition.notify`` removes a waiter from the condition's queue (CPython's private
+    ``_waiters``) at once, under the lock, before the woken thread runs; so this tells a
+    notified receiver from a forgotten one without waiting to see whether it wakes.
+    """
+    return len(cast(Any, cond)._waiters)
+
+
+def lost_wakeup(queue_class: QueueClass) -> str | None:
+    """The check of "the sweeper must signal not_empty": ``None`` if it does, else what is wrong.
+
+    Receiver B blocks in ``receive()`` with no timeout; A's delivery expires; the sweep makes it
+    visible. B must have been notified by then, and must get the redelivery.
+    """
+    clock = FakeClock()
+    q: Queue[str] = queue_class(visibility_timeout=1.0, clock=clock)
+    got: list[object] = []
+    done = threading.Event()
+
+    def receiver_b() -> None:
+        try:
+            got.append(q.receive())
+        except BaseException as e:
+            got.append(e)
+        done.set()
+
+    b = threading.Thread(target=receiver_b, name="B", daemon=True)
+    try:
+        q.send("A", id="a")
+        q.receive(block=False)  # A's delivery: deadline 1; the sweeper waits for it
+        b.start()
+        assert clock.wait_for_waiters(2), "the sweeper and B should both be waiting"
+        clock.advance(1.0)  # wakes the sweeper only: B waits for a notify, not for a time
+        q.sweep()  # after this line a has been released, by the sweeper thread or by us
+        with q.mutex:
+            parked = _parked(q.not_empty)
+        if parked:
+            return f"lost wakeup: a is visible again and {parked} blocked receiver was not told"
+        assert done.wait(BOUND), "B was notified but did not return"
+        (m,) = got
+        assert isinstance(m, Message) and (m.id, m.attempt) == ("a", 2), m
+        return None
+    finally:
+        q.close()  # wakes B (shutdown notifies everyone) if it still waits
+        if b.ident is not None:
+            b.join(BOUND)
+
+
+def test_mutant_forgetful_sweeper_loses_a_wakeup() -> None:
+    assert lost_wakeup(ForgetfulSweeperQueue) == (
+        "lost wakeup: a is visible again and 1 blocked receiver was not told"
+    )
+
+
+def test_mutant_lost_wakeup_check_passes_on_the_real_queue() -> None:
+    assert lost_wakeup(Queue) is None
+
+
+@dataclass(frozen=True)
+class WaitCall:
+    thread: str
+    now: float
+    deadline: float | None
+
+
+class RecordingClock(FakeClock):
+    """A ``FakeClock`` that also records every ``wait`` call: who, when, until when."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls: list[WaitCall] = []
+
+    def wait(self, cond: threading.Condition, deadline: float | None) -> None:
+        self.calls.append(WaitCall(threading.current_thread().name, self.now(), deadline))
+        super().wait(cond, deadline)
+
+
+def polling_sweeper(queue_class: QueueClass) -> str | None:
+    """The check of "an idle queue uses no CPU": ``None`` if the idle sweeper sleeps for good.
+
+    A delivery makes the sweeper start; the delivery is deleted, and the clock reaches the
+    deadline the sweeper waited for. It wakes, finds nothing due, nothing in flight: it must
+    now wait with no deadline at all, so that only a new delivery can wake it. A deadline in
+    the future is polling; one already passed is spinning.
+    """
+    clock = RecordingClock()
+    q: Queue[str] = queue_class(visibility_timeout=1.0, clock=clock)
+    try:
+        q.send("A", id="a")
+        m = q.receive(block=False)
+        assert clock.wait_for_waiters(1), "the sweeper should be waiting"
+        assert q.delete(m.receipt)
+        begun = clock.waits_begun
+        clock.advance(1.0)
+        assert clock.wait_for_waiters(1, after=begun), "the sweeper should wait again"
+        last = [c for c in clock.calls if c.thread.endswith("-sweeper")][-1]
+        if last.deadline is None:
+            return None
+        how = "spins" if last.deadline <= last.now else "polls"
+        return f"the idle sweeper {how}: it waits until {last.deadline} at {last.now}"
+    finally:
+        q.close()
+
+
+def test_mutant_polling_sweeper_never_sleeps_for_good() -> None:
+    assert polling_sweeper(PollingSweeperQueue) == (
+        "the idle sweeper polls: it waits until 1.05 at 1.0"
+    )
+
+
+def test_mutant_idle_sweeper_check_passes_on_the_real_queue() -> None:
+    assert polling_sweeper(Queue) is None
+
+
+# =============================================================================================
+# The catalogue itself
+# =============================================================================================
+
+#: Which test above catches each mutant.
+CAUGHT_BY: Final[dict[QueueClass, str]] = {
+    **{m: "test_mutant_fails_the_lockstep_checks" for m in WITNESSES},
+    SplitReceiveQueue: "test_mutant_split_receive_is_not_linearizable",
+    ForgetfulSweeperQueue: "test_mutant_forgetful_sweeper_loses_a_wakeup",
+    PollingSweeperQueue: "test_mutant_polling_sweeper_never_sleeps_for_good",
+}
+
+
+def test_every_mutant_in_the_catalogue_is_caught_and_documented() -> None:
+    assert set(CAUGHT_BY) == set(MUTANTS.values())
+    for name, cls in MUTANTS.items():
+        doc = inspect.getdoc(cls) or ""
+        assert doc.startswith("MUTANT"), f"{name}: the docstring must start with MUTANT"
+        assert "The bug:" in doc and "Why the checks see it:" in doc, name
+        assert issubclass(cls, Queue) and cls is not Queue
