@@ -1,5 +1,5 @@
-"""Shared pytest fixtures: every test must leave no thread behind, and a way to run a call in a
-background thread whose outcome the test then waits for with a bound (never a sleep)."""
+"""Shared pytest fixtures: a way to run a call in a background thread whose outcome the test
+then waits for with a bound (never a sleep). The no-thread-leak rule is in ../conftest.py."""
 
 from __future__ import annotations
 
@@ -13,19 +13,6 @@ R = TypeVar("R")
 
 #: Real seconds any single wait in a test may take before the test fails instead of hanging.
 BOUND = 10.0
-
-
-@pytest.fixture(autouse=True)
-def no_thread_leaks() -> Iterator[None]:
-    """Fail a test that leaves a thread running (a queue not closed, a blocked call)."""
-    before = set(threading.enumerate())
-    yield
-    new = [t for t in threading.enumerate() if t not in before]
-    for t in new:
-        t.join(BOUND / max(1, len(new)))
-    leaked = [t.name for t in new if t.is_alive()]
-    if leaked:
-        pytest.fail(f"threads still running after the test: {leaked}")
 
 
 # Notified whenever any Call finishes: what first_finished waits on.

@@ -1,8 +1,7 @@
-"""Shared pytest fixture for the model-based tests: no test may leave a thread running.
+"""Pytest rule for every test in the repository: no test may leave a thread running.
 
-The same rule as ``tests/conftest.py`` (kept separate so ``model_tests`` runs on its own): every
-``impl.Queue`` a test creates must be closed, and every thread a test starts must end. Threads
-still alive after the test get a bounded join, then the test fails with their names.
+Every ``impl.Queue`` a test creates must be closed, and every thread a test starts must end.
+Threads still alive after the test get a bounded join, then the test fails with their names.
 """
 
 from __future__ import annotations
@@ -13,7 +12,7 @@ from collections.abc import Iterator
 import pytest
 
 #: Real seconds the leak check waits, in total, for a test's threads to end.
-BOUND = 10.0
+LEAK_BOUND = 10.0
 
 
 @pytest.fixture(autouse=True)
@@ -23,7 +22,7 @@ def no_thread_leaks() -> Iterator[None]:
     yield
     new = [t for t in threading.enumerate() if t not in before]
     for t in new:
-        t.join(BOUND / max(1, len(new)))
+        t.join(LEAK_BOUND / max(1, len(new)))
     leaked = [t.name for t in new if t.is_alive()]
     if leaked:
         pytest.fail(f"threads still running after the test: {leaked}")
