@@ -5,8 +5,8 @@ from __future__ import annotations
 import threading
 
 import pytest
-from conftest import Spawn
 
+from conftest import Spawn
 from impl import Clock, FakeClock, MonotonicClock
 
 

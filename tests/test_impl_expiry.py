@@ -12,8 +12,8 @@ import threading
 from collections.abc import Iterator
 
 import pytest
-from conftest import Spawn
 
+from conftest import Spawn
 from impl import FakeClock, JobQueue, Queue, SnapshotMessage
 
 

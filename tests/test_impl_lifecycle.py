@@ -12,9 +12,9 @@ import functools
 import threading
 
 import pytest
-from conftest import Spawn
 
 import impl
+from conftest import Spawn
 from impl import FakeClock, Queue, ShutDown
 
 

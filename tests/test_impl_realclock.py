@@ -11,7 +11,6 @@ import threading
 from collections import Counter
 
 from conftest import BOUND, Spawn
-
 from impl import Empty, MonotonicClock, Queue, ShutDown
 
 

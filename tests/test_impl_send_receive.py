@@ -12,9 +12,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import FrozenInstanceError
 
 import pytest
-from conftest import Spawn, first_finished
 
 import impl
+from conftest import Spawn, first_finished
 from impl import DuplicateIdError, Empty, FakeClock, Full, Message, MonotonicClock, Queue
 
 Make = Callable[..., tuple[Queue[str], FakeClock]]
