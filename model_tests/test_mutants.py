@@ -330,9 +330,11 @@ SEARCH: Final = settings(
 
 #: Mutants the derandomized search above finds, with the checks that can catch each first
 #: (which one does depends on the examples the search draws, so on the machine's strategies).
+#: ReusedReceiptQueue is not listed: the search found it when this file ran alone but not after
+#: some other test modules had run in the same process, so finding it unaided is not a stable
+#: fact; its witness program above catches it deterministically.
 FOUND_BY_SEARCH: Final[dict[QueueClass, set[str]]] = {
     PlainBlockingQueue: {"observable_state_matches_spec", "OneState", "delete", "retry"},
-    ReusedReceiptQueue: {"receive", "delete", "retry", "change_visibility"},
     RetryKeepsAttemptQueue: {"AttemptsCount", "observable_state_matches_spec", "receive"},
 }
 
