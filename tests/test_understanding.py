@@ -46,12 +46,10 @@ BOUND = 10.0
 
 
 class ScriptedClock:
-    """A fake clock that, on ``advance``, wakes only waits that have a deadline, as real time does.
+    """A fake clock whose ``advance`` can wake nobody at all, for replaying TLC's trace.
 
-    ``impl.FakeClock`` wakes *every* wait on ``advance`` (a harmless spurious wakeup for correct
-    code). That is too kind for Q3: a receiver woken by the clock re-checks and finds the message
-    the sweeper forgot to announce, so the lost wakeup never shows. Real time never wakes a
-    receiver that waits without a deadline; neither does this clock.
+    ``impl.FakeClock`` wakes, on ``advance``, every wait whose deadline it reaches, as real time
+    does; that is ``wake=True`` here.
 
     With ``wake=False`` an advance wakes nobody, not even the queue's sweeper thread: the test
     itself plays the sweeper with ``q.sweep()``, exactly where TLC's trace has a ``Sweep`` step,
@@ -362,7 +360,7 @@ def test_q2_the_real_receive_is_one_critical_section() -> None:
 
 @pytest.mark.parametrize("queue_class", [Queue, ForgetfulSweeperQueue], ids=["real", "forgetful"])
 def test_q3_the_sweeper_must_signal_not_empty(queue_class: type[Queue[str]]) -> None:
-    clock = ScriptedClock(wake=True)
+    clock = FakeClock()
     q = queue_class(visibility_timeout=1.0, clock=clock)
     q.send("a", id="a")
     a = q.receive(block=False)  # A takes a, deadline 1; the sweeper thread now waits for t = 1
