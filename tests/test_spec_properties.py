@@ -10,6 +10,8 @@ contract's table with its own small bookkeeping, not by asking the spec.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
@@ -55,6 +57,10 @@ receipt_choices = st.one_of(
 
 def _active(s: State) -> int:
     return sum(1 for m in s.messages if m.status in (Status.VISIBLE, Status.IN_FLIGHT))
+
+
+#: What a receipt transition returns: the new state and whether it acted.
+Step = tuple[State, bool]
 
 
 def _live(s: State, r: Receipt) -> bool:
@@ -184,18 +190,29 @@ class SpecMachine(RuleBasedStateMachine):
         self.issued.append(d.receipt)
         event("receive: delivered")
 
-    @rule(q=queues, choice=receipt_choices)
-    def delete(self, q: int, choice: tuple[str, int]) -> None:
+    def _with_receipt(
+        self, q: int, choice: tuple[str, int], name: str, step: Callable[[State, Receipt], Step]
+    ) -> tuple[State, State, Receipt] | None:
+        """Run a receipt transition; check it acts exactly on a live receipt, and a rejection
+        returns the very same state. ``(before, after, receipt)`` if it acted, else ``None``."""
         before = self.queues[q]
         r, forged = self._receipt(q, choice)
         live = _live(before, r)
         assert not (forged and live)
-        after, ok = delete(before, r)
-        event(f"delete: {'accepted' if ok else 'rejected'}")
+        after, ok = step(before, r)
+        event(f"{name}: {'accepted' if ok else 'rejected'}")
         assert ok == live
         if not ok:
             assert after is before
+            return None
+        return before, after, r
+
+    @rule(q=queues, choice=receipt_choices)
+    def delete(self, q: int, choice: tuple[str, int]) -> None:
+        acted = self._with_receipt(q, choice, "delete", delete)
+        if acted is None:
             return
+        before, after, r = acted
         m = after.get(r.id)
         assert m is not None and m.status is Status.DONE
         assert _active(after) == _active(before) - 1
@@ -203,16 +220,10 @@ class SpecMachine(RuleBasedStateMachine):
 
     @rule(q=queues, choice=receipt_choices)
     def retry(self, q: int, choice: tuple[str, int]) -> None:
-        before = self.queues[q]
-        r, forged = self._receipt(q, choice)
-        live = _live(before, r)
-        assert not (forged and live)
-        after, ok = retry(before, r)
-        event(f"retry: {'accepted' if ok else 'rejected'}")
-        assert ok == live
-        if not ok:
-            assert after is before
+        acted = self._with_receipt(q, choice, "retry", retry)
+        if acted is None:
             return
+        before, after, r = acted
         old = before.get(r.id)
         assert old is not None
         self._released_as_expected(old, after, before.visible)
@@ -221,16 +232,13 @@ class SpecMachine(RuleBasedStateMachine):
     @rule(q=queues, choice=receipt_choices, t=st.sampled_from([0.0, 0.5, 1.0, 4.0]), dt=dts)
     def change_visibility(self, q: int, choice: tuple[str, int], t: float, dt: float) -> None:
         self.now += dt
-        before = self.queues[q]
-        r, forged = self._receipt(q, choice)
-        live = _live(before, r)
-        assert not (forged and live)
-        after, ok = change_visibility(before, r, t, self.now)
-        event(f"change_visibility: {'accepted' if ok else 'rejected'}")
-        assert ok == live
-        if not ok:
-            assert after is before
+        now = self.now
+        acted = self._with_receipt(
+            q, choice, "change_visibility", lambda s, r: change_visibility(s, r, t, now)
+        )
+        if acted is None:
             return
+        before, after, r = acted
         old = before.get(r.id)
         assert old is not None
         if t == 0:
