@@ -144,12 +144,20 @@ def throughput(sizes: Sizes, repeat: int) -> tuple[list[Row], dict[str, list[flo
         else lambda p, c: bench_cycle.moto_sqs(moto, boto3, sizes.moto_cycles, p, c),
     }
     runs: dict[tuple[str, tuple[int, int]], list[float]] = {}
+    one_cpu_runs: dict[tuple[str, tuple[int, int]], list[float]] = {}
+    pinned = False
     for r in range(repeat):
         for config in sizes.threads:
             progress(f"  throughput {config[0]}/{config[1]} threads, run {r + 1}/{repeat}")
             for name, run in systems.items():
                 if run is not None:
                     runs.setdefault((name, config), []).append(run(*config))
+            for name in (IMPL, STDLIB):
+                with bench_cycle.one_cpu() as could_pin:
+                    figure = systems[name]
+                    assert figure is not None
+                    one_cpu_runs.setdefault((name, config), []).append(figure(*config))
+                pinned = could_pin
     med = {k: _median(v) for k, v in runs.items()}
 
     rows = []
@@ -167,9 +175,37 @@ def throughput(sizes: Sizes, repeat: int) -> tuple[list[Row], dict[str, list[flo
                 skip = f"skipped (pip install {package})"
                 rows.append(Row(key, name, "cycles/s", None, label, None, None, note=skip))
                 continue
-            rows.append(row(key, name, "cycles/s", med[(IMPL, (p, c))], label, base))
+            note = ""
+            if system == STDLIB:
+                note = "ratio of each run: " + _ratios(runs[(IMPL, (p, c))], runs[(STDLIB, (p, c))])
+            rows.append(row(key, name, "cycles/s", med[(IMPL, (p, c))], label, base, note))
+    if pinned:
+        for p, c in sizes.threads:
+            impl_runs, base_runs = one_cpu_runs[(IMPL, (p, c))], one_cpu_runs[(STDLIB, (p, c))]
+            rows.append(
+                row(
+                    f"cycle_{p}x{c}_one_cpu_vs_queue",
+                    f"cycle throughput {p}/{c} threads on one CPU vs {STDLIB}",
+                    "cycles/s",
+                    _median(impl_runs),
+                    "queue.Queue put+get, one CPU",
+                    _median(base_runs),
+                    "both pinned to one CPU (no lock convoys); ratio of each run: "
+                    + _ratios(impl_runs, base_runs),
+                )
+            )
     series = {name: [med.get((name, config)) for config in sizes.threads] for name in systems}
+    if pinned:
+        for name in (IMPL, STDLIB):
+            series[f"{name}, one CPU"] = [
+                _median(one_cpu_runs[(name, config)]) for config in sizes.threads
+            ]
     return rows, series
+
+
+def _ratios(values: list[float], baselines: list[float]) -> str:
+    """The per-run ratios, so a reader sees how far the runs spread around the median."""
+    return ", ".join(f"{ratio(v, b):.2f}" for v, b in zip(values, baselines, strict=True))
 
 
 def scaling(sizes: Sizes, repeat: int) -> tuple[list[Row], dict[str, list[float]]]:

@@ -16,11 +16,13 @@ are optional: :func:`optional` imports them by name, so a missing package skips 
 
 from __future__ import annotations
 
+import contextlib
 import importlib
+import os
 import queue
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from types import ModuleType
 from typing import Any
 
@@ -41,6 +43,35 @@ def optional(name: str) -> ModuleType | None:
         return importlib.import_module(name)
     except ImportError:
         return None
+
+
+@contextlib.contextmanager
+def one_cpu() -> Iterator[bool]:
+    """Confine the threads started inside the block to one CPU; yields whether it could.
+
+    On Linux the calling thread's CPU set is narrowed to its lowest CPU and restored on exit;
+    threads inherit the set of the thread that starts them, so every worker of a run started
+    inside shares that one CPU. Elsewhere (no ``os.sched_setaffinity``) it yields ``False`` and
+    changes nothing.
+
+    Why: with the GIL only one thread runs Python at a time whatever the number of CPUs, but on
+    two CPUs a thread blocked on the queue's mutex is woken on the other CPU and must win the
+    GIL back across CPUs first. Once such hand-offs queue up they feed themselves (a lock
+    convoy), and a run falls into a mode several times slower; whether it does is close to
+    chance, for ``queue.Queue`` as for ``impl.Queue``. On one CPU there is no such mode, so the
+    one-CPU figures measure what each queue's work costs.
+    """
+    getter = getattr(os, "sched_getaffinity", None)
+    setter = getattr(os, "sched_setaffinity", None)
+    if getter is None or setter is None:
+        yield False
+        return
+    before = getter(0)
+    setter(0, {min(before)})
+    try:
+        yield True
+    finally:
+        setter(0, before)
 
 
 def _timed(producers: list[Callable[[], None]], consumers: list[Callable[[], None]]) -> float:

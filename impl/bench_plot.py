@@ -29,7 +29,8 @@ def plot(series: dict[str, Any], path: str, title: str) -> None:
     for system, values in series["throughput"].items():
         points = [(x, v) for x, v in zip(xs, values, strict=True) if v is not None]
         if points:
-            left.plot(*zip(*points, strict=True), marker="o", label=system)
+            style = "--" if system.endswith("one CPU") else "-"  # pinned runs: dashed
+            left.plot(*zip(*points, strict=True), marker="o", linestyle=style, label=system)
             highest = max(highest, *(v for _, v in points))
     left.set_xticks(xs, labels)
     left.set_yscale("log")

@@ -10,15 +10,17 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from impl.bench import TARGETS, Target
-from impl.bench_cycle import optional
+from impl.bench_cycle import one_cpu, optional
 from impl.bench_report import Row, format_table
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -91,6 +93,32 @@ def test_targets_are_judged_and_shown(quick_run: dict[str, Any]) -> None:
             assert ("PASS" if r["passed"] else "FAIL") in line
     untargeted = [r for r in rows.values() if r["key"] not in TARGETS]
     assert all(r["passed"] is None and r["target"] == "" for r in untargeted)
+
+
+def test_one_cpu_rows_where_the_platform_can_pin(quick_run: dict[str, Any]) -> None:
+    rows = {r["key"]: r for r in quick_run["report"]["rows"]}
+    keys = {f"cycle_{c}_one_cpu_vs_queue" for c in ("1x1", "4x4", "8x8")}
+    if hasattr(os, "sched_setaffinity"):
+        assert keys <= set(rows)
+        for k in keys:
+            assert rows[k]["note"].startswith("both pinned to one CPU"), rows[k]
+            runs = rows[k]["note"].split("ratio of each run: ")[1].split(", ")
+            assert len(runs) == quick_run["report"]["repeat"], rows[k]
+    else:
+        assert not keys & set(rows)
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="needs sched_setaffinity")
+def test_one_cpu_confines_the_threads_started_inside_and_restores_after() -> None:
+    before = os.sched_getaffinity(0)
+    seen: list[set[int]] = []
+    with one_cpu() as pinned:
+        t = threading.Thread(target=lambda: seen.append(os.sched_getaffinity(0)))
+        t.start()
+        t.join()
+    assert pinned
+    assert seen == [{min(before)}]
+    assert os.sched_getaffinity(0) == before
 
 
 def test_table_has_one_line_per_row(quick_run: dict[str, Any]) -> None:
