@@ -112,6 +112,8 @@ def test_a_wrong_type_error_names_the_type_given() -> None:
         FakeClock().advance(cast_any("1"))
     with pytest.raises(TypeError, match=r"^receipt must be a Receipt, got str$"):
         _queue().delete(cast_any("a"))
+    with pytest.raises(TypeError, match=r"^attempt must be an int, got str$"):
+        _queue().receipt("a", cast_any("1"))
 
 
 def test_expiry_still_fires_after_the_expiry_heap_is_compacted() -> None:
@@ -269,3 +271,128 @@ def test_the_real_clock_has_a_plain_repr() -> None:
     """A queue's repr shows its clock; the real one is written as it is built."""
     assert repr(MonotonicClock()) == "MonotonicClock()"
     assert repr(Queue[str](visibility_timeout=None)).endswith("clock=MonotonicClock())")
+
+
+def test_the_sweeper_drops_a_stale_entry_from_the_top_and_keeps_serving() -> None:
+    """After a sweep the sweeper picks its next deadline from the top of the expiry heap,
+    first dropping entries that no longer stand for a delivery (here a deleted one), and then
+    waits again: it must neither choke on them nor stop serving the queue."""
+    clock = FakeClock()
+    with Queue[str](visibility_timeout=10.0, clock=clock) as q:
+        q.send("A", id="a")
+        q.send("B", id="b")
+        q.receive(block=False)  # a: deadline 10
+        b = q.receive(block=False, visibility_timeout=20.0)  # b: deadline 20
+        assert clock.wait_for_waiters(1), "the sweeper never waited for the first deadline"
+        assert q.delete(b.receipt)  # b's heap entry (20) is stale from now on
+        begun = clock.waits_begun
+        clock.advance(10.0)  # the sweeper expires a, then meets b's stale entry on top
+        assert clock.wait_for_waiters(1, after=begun), "the sweeper did not wait again"
+        begun = clock.waits_begun
+        again = q.receive(block=False)  # deadline 20: wakes the sweeper, which had none
+        assert (again.id, again.attempt) == ("a", 2)
+        assert clock.wait_for_waiters(1, after=begun), "the sweeper did not wait for 20"
+        begun = clock.waits_begun
+        clock.advance(10.0)  # a's second deadline: the same sweeper thread must expire it
+        assert clock.wait_for_waiters(1, after=begun), "the sweeper did not wait again"
+        assert [(m.id, m.attempt) for m in q.snapshot().visible] == [("a", 2)]
+
+
+def test_a_transition_notifies_only_when_someone_waits(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``Queue._notify`` skips ``Condition.notify`` when no thread waits on the condition (the
+    waiting counts kept by ``Queue._wait`` say so), and notifies once when one does; once the
+    waiter has left, nobody is counted any more."""
+    clock = FakeClock()
+    with Queue[str](visibility_timeout=None, clock=clock) as q:
+        notified: list[int] = []
+        real = q.not_empty.notify
+
+        def counting(n: int = 1) -> None:
+            notified.append(n)
+            real(n)
+
+        monkeypatch.setattr(q.not_empty, "notify", counting)
+        q.send("A", id="a")  # nobody waits
+        assert notified == []
+        q.receive(block=False)
+        got: list[str] = []
+        receiver = threading.Thread(target=lambda: got.append(q.receive().id))
+        receiver.start()
+        assert clock.wait_for_waiters(1), "the receiver never blocked"
+        q.send("B", id="b")  # one receiver waits: one notify
+        receiver.join(10.0)
+        assert not receiver.is_alive() and got == ["b"]
+        assert notified == [1]
+        q.send("C", id="c")  # the receiver has left: nobody to wake
+        assert notified == [1], "a waiter that left is still counted"
+
+
+def test_a_deadline_no_earlier_than_the_sweepers_does_not_wake_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The sweeper waits for the earliest deadline; arming a deadline at or after that one
+    must not wake it (it would only go back to sleep), an earlier one must."""
+    clock = FakeClock()
+    with Queue[str](visibility_timeout=10.0, clock=clock) as q:
+        for id in ("a", "b", "c"):
+            q.send(id.upper(), id=id)
+        q.receive(block=False)  # deadline 10: starts the sweeper
+        assert clock.wait_for_waiters(1), "the sweeper never waited"
+        woken: list[int] = []
+        real = q.new_deadline.notify
+
+        def counting(n: int = 1) -> None:
+            woken.append(n)
+            real(n)
+
+        monkeypatch.setattr(q.new_deadline, "notify", counting)
+        q.receive(block=False)  # deadline 10 as well: what the sweeper already waits for
+        assert woken == []
+        q.receive(block=False, visibility_timeout=5.0)  # deadline 5: earlier, so wake it
+        assert woken == [1]
+
+
+def test_the_sweeper_is_a_daemon_thread_named_after_its_queue() -> None:
+    """The class docstring promises a *daemon* sweeper, so a queue that is never closed does not
+    keep the interpreter from exiting."""
+    with Queue[str](visibility_timeout=10.0, clock=FakeClock()) as q:
+        q.send("A")
+        q.receive()
+        sweepers = [
+            t
+            for t in threading.enumerate()
+            if t.name.startswith("impl.Queue-") and t.name.endswith("-sweeper")
+        ]
+        assert len(sweepers) == 1
+        assert sweepers[0].daemon
+
+
+def test_the_expiry_heap_is_rebuilt_when_it_passes_its_bound_and_no_oftener(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Re-arming leaves stale entries in the expiry heap. The heap is rebuilt from the in-flight
+    deliveries exactly when it would exceed 2 x in flight + 16 entries, so it never holds more,
+    and a rebuild (O(in flight)) comes at most once per in flight + 16 arms: O(1) per arm,
+    amortized. Closing the queue first keeps a sweeper thread from dropping entries meanwhile
+    (receives still drain what is visible, and receipts still act)."""
+    n, arms = 100, 1_000
+    q = Queue[str](visibility_timeout=10.0, clock=FakeClock())
+    for _ in range(n):
+        q.send("x")
+    q.close()
+    held = [q.receive(block=False) for _ in range(n)]
+    rebuilds = 0
+    real = q._compact
+
+    def counting() -> None:
+        nonlocal rebuilds
+        rebuilds += 1
+        real()
+
+    monkeypatch.setattr(q, "_compact", counting)
+    largest = 0
+    for k in range(arms):
+        assert q.change_visibility(held[0].receipt, 10.0 + k)
+        largest = max(largest, len(q._expiry))
+    assert largest == 2 * n + 16, "the heap is not rebuilt exactly when it passes its bound"
+    assert 1 <= rebuilds <= arms // (n + 16) + 1
