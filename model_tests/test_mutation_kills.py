@@ -16,7 +16,17 @@ from typing import Any
 import pytest
 
 import spec
-from impl import FakeClock, JobQueue, MonotonicClock, Queue, Receipt
+from impl import (
+    DuplicateIdError,
+    Empty,
+    FakeClock,
+    Full,
+    JobQueue,
+    MonotonicClock,
+    Queue,
+    Receipt,
+    ShutDown,
+)
 
 #: A call with a bad argument, the exception it must raise, and the argument its message names.
 BadCall = tuple[Callable[[], object], type[Exception], str]
@@ -114,6 +124,8 @@ def test_a_wrong_type_error_names_the_type_given() -> None:
         _queue().delete(cast_any("a"))
     with pytest.raises(TypeError, match=r"^attempt must be an int, got str$"):
         _queue().receipt("a", cast_any("1"))
+    with pytest.raises(TypeError, match=r"^start must be a number, got str$"):
+        FakeClock(cast_any("0"))
 
 
 def test_expiry_still_fires_after_the_expiry_heap_is_compacted() -> None:
@@ -396,3 +408,28 @@ def test_the_expiry_heap_is_rebuilt_when_it_passes_its_bound_and_no_oftener(
         largest = max(largest, len(q._expiry))
     assert largest == 2 * n + 16, "the heap is not rebuilt exactly when it passes its bound"
     assert 1 <= rebuilds <= arms // (n + 16) + 1
+
+
+def test_empty_full_and_shutdown_say_which_case_they_are() -> None:
+    """The blocking API's exceptions carry a message naming the case: nothing visible at once,
+    nothing within the timeout, no room at once or within the timeout, a duplicate id, a
+    send or a drained receive after shutdown. The type alone does not tell them apart."""
+    q = Queue[str](capacity=1, visibility_timeout=None, clock=FakeClock())
+    with pytest.raises(Empty, match=r"^no message is visible$"):
+        q.receive(block=False)
+    with pytest.raises(Empty, match=r"^no message became visible within 0\.0 seconds$"):
+        q.receive(timeout=0)
+    q.send("A", id="a")
+    with pytest.raises(DuplicateIdError, match=r"^id 'a' was already accepted by this queue$"):
+        q.send("B", id="a")
+    with pytest.raises(Full, match=r"^the queue is at capacity$"):
+        q.send("B", block=False)
+    with pytest.raises(Full, match=r"^no room within 0\.0 seconds$"):
+        q.send("B", timeout=0)
+    q.shutdown()
+    with pytest.raises(ShutDown, match=r"^send on a queue that has been shut down$"):
+        q.send("B")
+    assert q.receive().id == "a"  # shutdown still delivers what is visible
+    with pytest.raises(ShutDown, match=r"^receive on a shut-down queue with nothing visible$"):
+        q.receive()
+    q.close()
