@@ -126,6 +126,14 @@ def test_a_wrong_type_error_names_the_type_given() -> None:
         _queue().receipt("a", cast_any("1"))
     with pytest.raises(TypeError, match=r"^start must be a number, got str$"):
         FakeClock(cast_any("0"))
+    with pytest.raises(TypeError, match=r"^timeout must be a number, got str$"):
+        _queue().change_visibility(_queue().receipt("a", 1), cast_any("1"))
+    with pytest.raises(TypeError, match=r"^queue must be an int, got str$"):
+        Receipt(cast_any("1"), "a", 1)
+    with pytest.raises(TypeError, match=r"^attempt must be an int, got bool$"):
+        Receipt(1, "a", cast_any(True))
+    with pytest.raises(TypeError, match=r"^id must be a str, got int$"):
+        Receipt(1, cast_any(2), 1)
 
 
 def test_expiry_still_fires_after_the_expiry_heap_is_compacted() -> None:
@@ -433,3 +441,13 @@ def test_empty_full_and_shutdown_say_which_case_they_are() -> None:
     with pytest.raises(ShutDown, match=r"^receive on a shut-down queue with nothing visible$"):
         q.receive()
     q.close()
+
+
+def test_the_self_check_names_the_invariant_it_finds_broken() -> None:
+    """``Queue._check`` runs after every transition; when the state breaks an invariant its
+    assertion says which one, by the contract's name. Here an id is slipped into the accepted
+    set behind the queue's back, so the ids no longer add up: ``OneState``."""
+    q = _queue()
+    q._accepted.add("ghost")  # no message of any state has this id
+    with pytest.raises(AssertionError, match=r"^OneState$"):
+        q.send("x")
