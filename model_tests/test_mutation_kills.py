@@ -126,6 +126,10 @@ def test_a_wrong_type_error_names_the_type_given() -> None:
         _queue().receipt("a", cast_any("1"))
     with pytest.raises(TypeError, match=r"^start must be a number, got str$"):
         FakeClock(cast_any("0"))
+    with pytest.raises(TypeError, match=r"^clock must be a Clock, got int$"):
+        Queue(clock=cast_any(1))
+    with pytest.raises(TypeError, match=r"^block must be a bool, got int$"):
+        _queue().send("x", block=cast_any(1))
     with pytest.raises(TypeError, match=r"^timeout must be a number, got str$"):
         _queue().change_visibility(_queue().receipt("a", 1), cast_any("1"))
     with pytest.raises(TypeError, match=r"^queue must be an int, got str$"):
@@ -332,9 +336,18 @@ def test_a_transition_notifies_only_when_someone_waits(monkeypatch: pytest.Monke
             real(n)
 
         monkeypatch.setattr(q.not_empty, "notify", counting)
+        room: list[int] = []
+        real_room = q.not_full.notify
+
+        def counting_room(n: int = 1) -> None:
+            room.append(n)
+            real_room(n)
+
+        monkeypatch.setattr(q.not_full, "notify", counting_room)
         q.send("A", id="a")  # nobody waits
         assert notified == []
-        q.receive(block=False)
+        assert q.delete(q.receive(block=False).receipt)  # nobody waits for room either
+        assert room == []
         got: list[str] = []
         receiver = threading.Thread(target=lambda: got.append(q.receive().id))
         receiver.start()
@@ -451,3 +464,34 @@ def test_the_self_check_names_the_invariant_it_finds_broken() -> None:
     q._accepted.add("ghost")  # no message of any state has this id
     with pytest.raises(AssertionError, match=r"^OneState$"):
         q.send("x")
+
+
+def test_a_sender_whose_id_was_taken_while_it_waited_is_told_so() -> None:
+    """Two senders wait for room with the same id; the first to get room sends it, and the
+    other, woken by the next free slot, learns that its id was taken while it waited."""
+    clock = FakeClock()
+    with Queue[str](capacity=1, visibility_timeout=None, clock=clock) as q:
+        q.send("X", id="x")
+        results: dict[str, object] = {}
+
+        def sender(body: str) -> None:
+            try:
+                results[body] = q.send(body, id="a")
+            except DuplicateIdError as e:
+                results[body] = e
+
+        threads = [threading.Thread(target=sender, args=(b,)) for b in ("A1", "A2")]
+        for t in threads:
+            t.start()
+        assert clock.wait_for_waiters(2), "the senders never blocked"
+        assert q.delete(q.receive().receipt)  # room for one: one sender sends "a"
+        winner = q.receive()  # blocks until that send is in
+        assert winner.id == "a"
+        assert q.delete(winner.receipt)  # room again: the other sender wakes
+        for t in threads:
+            t.join(10.0)
+            assert not t.is_alive()
+        loser = results["A2" if winner.body == "A1" else "A1"]
+        assert results[winner.body] == "a"
+        assert isinstance(loser, DuplicateIdError)
+        assert str(loser) == "id 'a' was accepted while this send waited"
