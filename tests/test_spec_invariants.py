@@ -182,3 +182,25 @@ def test_good_steps_pass_every_step_invariant() -> None:
     ]
     for before, after in steps:
         assert step_violations(before, after) == [], (before, after)
+
+
+def test_the_one_state_reasons_name_the_view_and_the_change() -> None:
+    """A ``OneState`` reason names the ordered view that disagrees with the statuses (by its
+    field name), and for a step the terminal message that changed and what it became, so a
+    failing check points at the bug rather than only at the invariant."""
+    assert one_state(replace(GOOD, visible=("a",))) == (
+        "OneState: visible lists ['a'] but the VISIBLE messages are ['a', 'f']"
+    )
+    assert one_state(replace(GOOD, in_flight=())) == (
+        "OneState: in_flight lists [] but the IN_FLIGHT messages are ['b']"
+    )
+    assert one_state(replace(GOOD, dead=())) == (
+        "OneState: dead lists [] but the DEAD messages are ['e']"
+    )
+    assert one_state(replace(GOOD, visible=("a", "a", "f"))) == (
+        "OneState: ['a'] listed more than once in visible"
+    )
+    before, after = state(msg("a", DONE, 1)), state(msg("a", V, 1))
+    assert one_state_step(before, after) == (
+        f"OneState: terminal message 'a' changed from {before.get('a')} to {after.get('a')}"
+    )
