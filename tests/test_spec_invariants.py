@@ -204,3 +204,11 @@ def test_the_one_state_reasons_name_the_view_and_the_change() -> None:
     assert one_state_step(before, after) == (
         f"OneState: terminal message 'a' changed from {before.get('a')} to {after.get('a')}"
     )
+
+
+def test_the_one_live_receipt_reason_lists_every_live_attempt() -> None:
+    """The reason lists the attempts whose receipts are live, attempt 0 included: an in-flight
+    message with attempt 0 has the (impossible) live receipt ``(queue, id, 0)``."""
+    assert one_live_receipt(state(msg("a", F, 0, 1.0))) == (
+        "OneLiveReceipt: 'a' in flight with attempt 0, live [0]"
+    )

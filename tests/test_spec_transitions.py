@@ -491,3 +491,10 @@ def test_a_late_delete_after_the_sweep_loses() -> None:
     after, ok = delete(s, d.receipt)
     assert not ok and after is s
     assert status(s, "a") is Status.VISIBLE, "the message is visible again, to be redelivered"
+
+
+@pytest.mark.parametrize("now", [-1.0, math.nan, math.inf])
+def test_expire_rejects_a_bad_time(now: float) -> None:
+    s, _ = take(queue("a"))
+    with pytest.raises(ValueError, match=r"^now must be a finite number >= 0, got "):
+        expire(s, now)
