@@ -498,3 +498,10 @@ def test_expire_rejects_a_bad_time(now: float) -> None:
     s, _ = take(queue("a"))
     with pytest.raises(ValueError, match=r"^now must be a finite number >= 0, got "):
         expire(s, now)
+
+
+def test_a_bad_configuration_is_rejected_by_name() -> None:
+    with pytest.raises(ValueError, match=r"^capacity must be >= 0 or None, got -1$"):
+        Config(capacity=-1)
+    with pytest.raises(ValueError, match=r"^max_receives must be >= 1 or None, got 0$"):
+        Config(max_receives=0)
