@@ -322,28 +322,27 @@ def test_the_sweeper_drops_a_stale_entry_from_the_top_and_keeps_serving() -> Non
         assert [(m.id, m.attempt) for m in q.snapshot().visible] == [("a", 2)]
 
 
+def _count_notifies(monkeypatch: pytest.MonkeyPatch, cond: threading.Condition) -> list[int]:
+    """Make ``cond.notify`` record each call (its ``n``) in the returned list, then notify."""
+    calls: list[int] = []
+    real = cond.notify
+
+    def counting(n: int = 1) -> None:
+        calls.append(n)
+        real(n)
+
+    monkeypatch.setattr(cond, "notify", counting)
+    return calls
+
+
 def test_a_transition_notifies_only_when_someone_waits(monkeypatch: pytest.MonkeyPatch) -> None:
     """``Queue._notify`` skips ``Condition.notify`` when no thread waits on the condition (the
     waiting counts kept by ``Queue._wait`` say so), and notifies once when one does; once the
     waiter has left, nobody is counted any more."""
     clock = FakeClock()
     with Queue[str](visibility_timeout=None, clock=clock) as q:
-        notified: list[int] = []
-        real = q.not_empty.notify
-
-        def counting(n: int = 1) -> None:
-            notified.append(n)
-            real(n)
-
-        monkeypatch.setattr(q.not_empty, "notify", counting)
-        room: list[int] = []
-        real_room = q.not_full.notify
-
-        def counting_room(n: int = 1) -> None:
-            room.append(n)
-            real_room(n)
-
-        monkeypatch.setattr(q.not_full, "notify", counting_room)
+        notified = _count_notifies(monkeypatch, q.not_empty)
+        room = _count_notifies(monkeypatch, q.not_full)
         q.send("A", id="a")  # nobody waits
         assert notified == []
         assert q.delete(q.receive(block=False).receipt)  # nobody waits for room either
@@ -371,14 +370,7 @@ def test_a_deadline_no_earlier_than_the_sweepers_does_not_wake_it(
             q.send(id.upper(), id=id)
         q.receive(block=False)  # deadline 10: starts the sweeper
         assert clock.wait_for_waiters(1), "the sweeper never waited"
-        woken: list[int] = []
-        real = q.new_deadline.notify
-
-        def counting(n: int = 1) -> None:
-            woken.append(n)
-            real(n)
-
-        monkeypatch.setattr(q.new_deadline, "notify", counting)
+        woken = _count_notifies(monkeypatch, q.new_deadline)
         q.receive(block=False)  # deadline 10 as well: what the sweeper already waits for
         assert woken == []
         q.receive(block=False, visibility_timeout=5.0)  # deadline 5: earlier, so wake it
