@@ -1,7 +1,10 @@
-"""Pytest rule for every test in the repository: no test may leave a thread running.
+"""Pytest rules and fixtures for every test in the repository.
 
-Every ``impl.Queue`` a test creates must be closed, and every thread a test starts must end.
-Threads still alive after the test get a bounded join, then the test fails with their names.
+- No test may leave a thread running: every ``impl.Queue`` a test creates must be closed, and
+  every thread a test starts must end. Threads still alive after the test get a bounded join,
+  then the test fails with their names.
+- ``spawn(fn)`` runs ``fn()`` in a background thread and returns its
+  :class:`model_tests.support.Call`, whose outcome the test then waits for with a bound.
 """
 
 from __future__ import annotations
@@ -11,8 +14,7 @@ from collections.abc import Iterator
 
 import pytest
 
-#: Real seconds the leak check waits, in total, for a test's threads to end.
-LEAK_BOUND = 10.0
+from model_tests.support import BOUND, Spawn, Spawner
 
 
 @pytest.fixture(autouse=True)
@@ -22,7 +24,16 @@ def no_thread_leaks() -> Iterator[None]:
     yield
     new = [t for t in threading.enumerate() if t not in before]
     for t in new:
-        t.join(LEAK_BOUND / max(1, len(new)))
+        t.join(BOUND / max(1, len(new)))
     leaked = [t.name for t in new if t.is_alive()]
     if leaked:
         pytest.fail(f"threads still running after the test: {leaked}")
+
+
+@pytest.fixture
+def spawn() -> Iterator[Spawn]:
+    """``spawn(fn)`` starts ``fn()`` in a thread and returns its ``Call`` (model_tests.support)."""
+    spawner = Spawner()
+    yield spawner
+    for thread in spawner.threads:
+        thread.join(BOUND)

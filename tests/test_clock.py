@@ -6,8 +6,8 @@ import threading
 
 import pytest
 
-from conftest import Spawn
 from impl import Clock, FakeClock, MonotonicClock
+from model_tests.support import Spawn
 
 
 def test_fake_clock_starts_where_told_and_moves_only_on_advance() -> None:

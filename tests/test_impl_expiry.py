@@ -13,8 +13,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from conftest import Spawn
 from impl import FakeClock, JobQueue, Queue, SnapshotMessage
+from model_tests.support import Spawn
 
 
 @pytest.fixture

@@ -14,8 +14,8 @@ import threading
 import pytest
 
 import impl
-from conftest import Spawn
 from impl import FakeClock, Queue, ShutDown
+from model_tests.support import Spawn
 
 
 def sweepers() -> list[str]:

@@ -10,8 +10,8 @@ import functools
 import threading
 from collections import Counter
 
-from conftest import BOUND, Spawn
 from impl import Empty, MonotonicClock, Queue, ShutDown
+from model_tests.support import BOUND, Spawn
 
 
 def test_an_undeleted_message_is_redelivered_to_a_blocked_receiver(spawn: Spawn) -> None:

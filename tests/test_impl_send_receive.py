@@ -14,8 +14,8 @@ from dataclasses import FrozenInstanceError
 import pytest
 
 import impl
-from conftest import Spawn, first_finished
 from impl import DuplicateIdError, Empty, FakeClock, Full, Message, MonotonicClock, Queue
+from model_tests.support import Spawn, first_finished
 
 Make = Callable[..., tuple[Queue[str], FakeClock]]
 
