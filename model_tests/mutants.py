@@ -3,7 +3,7 @@
 Each mutant is a subclass of ``impl.Queue`` that overrides one method (or one private helper)
 with a copy of the real code that has exactly one bug in it, named and explained in its
 docstring: what the bug is, why it is wrong, and which of the project's checks catch it.
-``model_tests/test_mutants.py`` runs those checks on every mutant and asserts that they fail,
+``model_tests/tests/test_mutants.py`` runs those checks on every mutant and asserts that they fail,
 with the failure they should give, and that the same checks pass on ``impl.Queue``. So the
 catalogue is teaching material (read a mutant beside the method it breaks) and the proof that
 the checks have teeth.
@@ -30,7 +30,8 @@ Seed pitfalls (``../shared/seeds/000_*.txt``) and the mutants that commit them:
 Classic bugs of the same family: :class:`CapacityFreedOnReceiveQueue`,
 :class:`ExpiredToHeadQueue`, :class:`SwapRemoveCancelQueue`, :class:`RetryKeepsAttemptQueue`,
 :class:`DeadLetterOffByOneQueue`, :class:`ExtendAddsQueue`. (Pitfall 6, claiming exactly-once,
-is a claim, not code: ``tests/test_understanding.py`` Q1 shows the duplicate that refutes it.)
+is a claim, not code: ``model_tests/tests/test_understanding.py`` Q1 shows the duplicate that
+refutes it.)
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@
 (* in TLA+. It is the twin of the Python spec: every action here has a     *)
 (* function of the same name in spec/transitions.py (Send is send, Receive *)
 (* is receive, ...), and spec/explore.py walks the same graph as TLC does  *)
-(* with this module.  tests/test_equivalence.py checks that claim.         *)
+(* with this module.  model_tests/tests/test_equivalence.py checks that claim.         *)
 (*                                                                         *)
 (* How to read it, top to bottom:                                          *)
 (*   1. constants: the bounds that make the model finite;                  *)

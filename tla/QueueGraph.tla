@@ -2,7 +2,7 @@
 (***************************************************************************)
 (* Queue with every step labelled by the action AND its parameters.        *)
 (*                                                                         *)
-(* Only for the equivalence test (tests/test_equivalence.py): TLC's        *)
+(* Only for the equivalence test (model_tests/tests/test_equivalence.py): TLC's        *)
 (* `-dump dot' labels an edge with the action's name alone ("Send"), while *)
 (* spec/explore.py labels it "Send(a)".  This module adds one history      *)
 (* variable, lastAction, that carries the label of the step that led to    *)

@@ -13,8 +13,9 @@ and a stale picture fails a test (``tests/test_diagrams.py``):
   FROM TLC'S COUNTEREXAMPLE of the ``ExactlyOnce`` model (``tla/ExactlyOnce.cfg``): each step of
   the trace becomes the messages between the consumers, the queue and the sweeper that the
   state change implies. The trace TLC printed is kept beside it as
-  ``docs/diagrams/exactly_once.trace``, so the diagram (and ``tests/test_understanding.py``,
-  which replays the trace on ``impl.Queue``) can be checked without Java.
+  ``docs/diagrams/exactly_once.trace``, so the diagram (and
+  ``model_tests/tests/test_understanding.py``, which replays the trace on ``impl.Queue``) can
+  be checked without Java.
 
 Both diagrams are also written into ``docs/walkthrough.md``, between the marker comments
 ``<!-- BEGIN name -->`` and ``<!-- END name -->``.

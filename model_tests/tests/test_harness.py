@@ -18,7 +18,7 @@ import pytest
 from model_tests.harness import EXIT_MALFORMED, run_lines
 from model_tests.targets import TargetName, run_scenario
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SEED_EXAMPLES = [
     json.loads(line)
     for line in (ROOT / "tests" / "data" / "seed_examples.jsonl").read_text().splitlines()

@@ -88,7 +88,7 @@ class QueueMachine(RuleBasedStateMachine):
 
     receipts = Bundle("receipts")
     #: The class under test. The mutant catalogue's tests swap in a broken queue here
-    #: (model_tests/test_mutants.py) to show that this machine catches it.
+    #: (model_tests/tests/test_mutants.py) to show that this machine catches it.
     queue_class: type[impl.Queue[str]] = impl.Queue
 
     def __init__(self) -> None:

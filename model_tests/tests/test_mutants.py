@@ -3,8 +3,8 @@
 For each mutant this shows *which* check fails and *with what message*, and that the same check
 passes on ``impl.Queue``. The checks are the real ones:
 
-- the lockstep state machine of ``model_tests/test_lockstep.py`` (its rules, which compare each
-  result with the spec's, and its invariants, which compare the whole state and check the
+- the lockstep state machine of ``model_tests/tests/test_lockstep.py`` (its rules, which compare
+  each result with the spec's, and its invariants, which compare the whole state and check the
   contract's invariants by name). Each mutant gets a short *witness program*: the rules a
   Hypothesis run would call, in an order that reaches the bug, run through the machine's own
   rule and invariant methods exactly as Hypothesis runs them (invariants after every step).
@@ -37,7 +37,6 @@ from hypothesis import HealthCheck, Phase, settings
 from hypothesis.stateful import run_state_machine_as_test
 
 from impl import FakeClock, Message, Queue
-from model_tests import test_lockstep
 from model_tests.linearizability import (
     HistoryRecorder,
     Linearizable,
@@ -65,6 +64,7 @@ from model_tests.mutants import (
 )
 from model_tests.scenario_format import QueueConfig
 from model_tests.targets import ImplTarget, run_scenario
+from model_tests.tests import test_lockstep
 
 #: A bound, in real seconds, on every wait for another thread: a bug fails, it does not hang.
 BOUND: Final = 10.0
@@ -368,7 +368,7 @@ def test_lockstep_search_finds_the_mutant_unaided(mutant: QueueClass) -> None:
 
 SEED_EXAMPLES: Final = [
     json.loads(line)
-    for line in (Path(__file__).parent.parent / "tests" / "data" / "seed_examples.jsonl")
+    for line in (Path(__file__).resolve().parents[2] / "tests" / "data" / "seed_examples.jsonl")
     .read_text(encoding="utf-8")
     .splitlines()
 ]
