@@ -1,6 +1,6 @@
 """The benchmark command runs and reports every figure beside its baseline (speed not asserted).
 
-``python -m impl.bench --quick`` is run once for the whole module, as a user would run it; the
+``python -m bench --quick`` is run once for the whole module, as a user would run it; the
 tests then read its table and its JSON. How fast anything is depends on the machine and its
 load, so no test here judges a figure; they check that each one was measured, has a baseline
 and a ratio consistent with both, and that targets are judged and shown.
@@ -19,9 +19,9 @@ from typing import Any
 
 import pytest
 
-from impl.bench import TARGETS, Target
-from impl.bench_cycle import one_cpu, optional
-from impl.bench_report import Row, format_table
+from bench.cycle import one_cpu, optional
+from bench.report import Row, format_table
+from bench.suite import TARGETS, Target
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -45,7 +45,7 @@ EXPECTED_KEYS = {
 @pytest.fixture(scope="module")
 def quick_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     out = tmp_path_factory.mktemp("bench")
-    cmd = [sys.executable, "-m", "impl.bench", "--quick", "--json", str(out / "bench.json")]
+    cmd = [sys.executable, "-m", "bench", "--quick", "--json", str(out / "bench.json")]
     if optional("matplotlib") is not None:
         cmd += ["--plot", str(out / "bench.png")]
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=120)
@@ -138,7 +138,7 @@ def test_series_for_the_plot(quick_run: dict[str, Any]) -> None:
 def test_plot_without_matplotlib_fails_at_once_with_a_clear_message(tmp_path: Path) -> None:
     # None in sys.modules makes "import matplotlib" raise ImportError, as when not installed.
     code = (
-        "import sys; sys.modules['matplotlib'] = None; from impl.bench import main; "
+        "import sys; sys.modules['matplotlib'] = None; from bench.suite import main; "
         f"sys.exit(main(['--quick', '--plot', {str(tmp_path / 'x.png')!r}]))"
     )
     proc = subprocess.run(

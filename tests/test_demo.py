@@ -1,4 +1,4 @@
-"""The live demo (``python -m impl.demo``) shows what it promises, on the real clock.
+"""The live demo (``python -m examples.demo``) shows what it promises, on the real clock.
 
 The demo makes its race happen by construction (the slow consumer finishes only after its
 message was redelivered and deleted by another consumer), so the facts checked here hold on
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from impl.demo import POISON, DemoConfig, Summary, Timeline, main, run, use_colour
+from examples.demo import POISON, DemoConfig, Summary, Timeline, main, run, use_colour
 
 ROOT = Path(__file__).resolve().parent.parent
 ANSI = "\x1b["
@@ -121,9 +121,9 @@ def test_bad_arguments_exit_with_status_2(capsys: pytest.CaptureFixture[str]) ->
         DemoConfig(slow_factor=0.5)
 
 
-def test_python_dash_m_impl_demo_runs_in_a_few_seconds() -> None:
+def test_python_dash_m_examples_demo_runs_in_a_few_seconds() -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "impl.demo", "--no-color"],
+        [sys.executable, "-m", "examples.demo", "--no-color"],
         cwd=ROOT,
         capture_output=True,
         text=True,

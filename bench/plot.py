@@ -1,7 +1,7 @@
 """The benchmark's figure: throughput against thread count, time per cycle against load.
 
 matplotlib is optional (``pip install matplotlib``): :func:`available` says whether it is
-installed, so ``python -m impl.bench --plot`` can refuse at once, before measuring anything.
+installed, so ``python -m bench --plot`` can refuse at once, before measuring anything.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from impl.bench_cycle import optional
+from bench.cycle import optional
 
 
 def available() -> bool:
@@ -17,7 +17,7 @@ def available() -> bool:
 
 
 def plot(series: dict[str, Any], path: str, title: str) -> None:
-    """Write a PNG with two panels from the report's ``series`` (see ``impl.bench``)."""
+    """Write a PNG with two panels from the report's ``series`` (see ``bench.suite``)."""
     matplotlib: Any = importlib.import_module("matplotlib")
     matplotlib.use("Agg")  # no display needed
     plt: Any = importlib.import_module("matplotlib.pyplot")

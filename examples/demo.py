@@ -1,4 +1,4 @@
-"""``python -m impl.demo``: watch at-least-once delivery happen, on the real clock, in a second.
+"""``python -m examples.demo``: watch at-least-once delivery happen, on the real clock, in a second.
 
 Producers send orders and one poison message to an :class:`impl.Queue` with a short visibility
 timeout; consumer threads process them. Four things happen, each by construction rather than by
@@ -527,7 +527,7 @@ def main(
     """The command line; prints the timeline and the summary to ``out`` (default stdout)."""
     stream = sys.stdout if out is None else out
     parser = argparse.ArgumentParser(
-        prog="python -m impl.demo", description=__doc__.splitlines()[0]
+        prog="python -m examples.demo", description=__doc__.splitlines()[0]
     )
     parser.add_argument(
         "--idempotent",

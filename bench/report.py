@@ -1,9 +1,9 @@
-"""The rows of the benchmark report (``python -m impl.bench``): one figure beside its baseline.
+"""The rows of the benchmark report (``python -m bench``): one figure beside its baseline.
 
 A :class:`Row` is one measured figure, the baseline measured beside it in the same run, their
 ratio (always ``figure / baseline``, whichever way is better), and, for the figures that have
 one, a target with its verdict. This module only formats rows, as a text table and as JSON; the
-measuring is done by ``impl.bench_cycle``, ``impl.bench_state`` and ``impl.bench_realtime``.
+measuring is done by ``bench.cycle``, ``bench.state`` and ``bench.realtime``.
 """
 
 from __future__ import annotations

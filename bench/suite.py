@@ -1,8 +1,11 @@
 """Benchmarks of ``impl.Queue``, each figure beside a baseline measured in the same run.
 
-    python -m impl.bench                      # full run, about 2 minutes on 2 cores
-    python -m impl.bench --quick              # small sizes, a few seconds (the test's mode)
-    python -m impl.bench --json docs/bench/bench.json --plot docs/bench/bench.png
+This module is the suite: the sizes, the targets, every row of the report, and the command line
+that ``python -m bench`` runs:
+
+    python -m bench                      # full run, about 1.5 minutes on 2 cores
+    python -m bench --quick              # small sizes, a few seconds (the test's mode)
+    python -m bench --json docs/bench/bench.json --plot docs/bench/bench.png
 
 Prints one table: the figure, its baseline, their ratio (always figure / baseline) and, where
 the project sets one, the target with PASS or FAIL. Each figure is the median of ``--repeat``
@@ -11,8 +14,8 @@ The optional baselines (persist-queue, moto) are skipped with a note when not in
 ``--check`` makes the exit status 1 when a target fails (the default is 0: a benchmark on a
 shared machine reports, it does not gate).
 
-What each figure means, and how it is measured, is in ``impl.bench_cycle``,
-``impl.bench_state`` and ``impl.bench_realtime``; ``docs/benchmarks.md`` has a recorded run.
+What each figure means, and how it is measured, is in ``bench.cycle``,
+``bench.state`` and ``bench.realtime``; ``docs/benchmarks.md`` has a recorded run.
 """
 
 from __future__ import annotations
@@ -28,8 +31,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from impl import bench_cycle, bench_plot, bench_realtime, bench_state
-from impl.bench_report import Row, format_notes, format_table, ratio, to_json
+from bench import cycle as bench_cycle
+from bench import plot as bench_plot
+from bench import realtime as bench_realtime
+from bench import state as bench_state
+from bench.report import Row, format_notes, format_table, ratio, to_json
 
 
 @dataclass(frozen=True)
@@ -316,7 +322,7 @@ def run(sizes: Sizes, repeat: int) -> tuple[list[Row], dict[str, Any]]:
 
 def main(argv: list[str] | None = None) -> int:
     summary = (__doc__ or "").split("\n")[0]
-    parser = argparse.ArgumentParser(prog="python -m impl.bench", description=summary)
+    parser = argparse.ArgumentParser(prog="python -m bench", description=summary)
     parser.add_argument("--quick", action="store_true", help="small sizes: a smoke run")
     parser.add_argument(
         "--repeat", type=int, help="runs per figure, median reported (default 3; 1 with --quick)"
@@ -351,9 +357,7 @@ def main(argv: list[str] | None = None) -> int:
     print(context)
     if args.json:
         report = {
-            "command": " ".join(
-                ["python -m impl.bench", *(sys.argv[1:] if argv is None else argv)]
-            ),
+            "command": " ".join(["python -m bench", *(sys.argv[1:] if argv is None else argv)]),
             "quick": args.quick,
             "repeat": repeat,
             "seconds": seconds,
@@ -371,7 +375,3 @@ def main(argv: list[str] | None = None) -> int:
         bench_plot.plot(series, args.plot, "impl.Queue benchmarks — " + context)
     failed = [r.key for r in rows if r.passed is False]
     return 1 if args.check and failed else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,0 +1,13 @@
+"""Benchmarks of ``impl.Queue``, each figure beside a baseline measured in the same run.
+
+Run them with ``python -m bench`` (``--help`` lists the options; ``--quick`` is a smoke run of a
+few seconds). Not part of the installed package: the benchmarks measure the library, they are
+not the library. ``docs/benchmarks.md`` has a recorded run and says what each figure means.
+
+- :mod:`bench.suite`: the sizes, the targets, the rows of the report and the command line;
+- :mod:`bench.cycle`: cycle throughput against ``queue.Queue`` and the optional baselines;
+- :mod:`bench.state`: how the cost grows with the queue's state (fake clock, one thread);
+- :mod:`bench.realtime`: idle CPU and redelivery lateness on the real clock;
+- :mod:`bench.report`: the rows, as a text table and as JSON;
+- :mod:`bench.plot`: the figure (needs matplotlib).
+"""

@@ -1,0 +1,11 @@
+"""Small programs to read and run, each showing one thing about the queue (not installed).
+
+    python -m examples.consumer      # a worker loop: receive, process, delete; shutdown drains
+    python -m examples.redelivery    # at-least-once: a slow consumer loses its message
+    python -m examples.idempotent    # two consumers, one message, its effect applied once
+    python -m examples.dead_letters  # a poison message set aside after max_receives
+    python -m examples.demo          # the live demo, on the real clock (--help for options)
+
+Each small example runs on a :class:`impl.FakeClock`, so it takes no time and does the same
+thing every run; ``tests/test_examples.py`` checks that each does what its docstring says.
+"""
