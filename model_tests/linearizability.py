@@ -41,44 +41,28 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final, ParamSpec, TypeVar
 
-from spec.state import Config, Receipt, State, Time, initial
-from spec.transitions import (
-    cancel,
-    change_visibility,
-    delete,
-    due,
-    expire,
-    receive,
-    release,
-    retry,
-    send,
-)
+from spec.operations import REGISTRY, Kind, Registry, Result
+from spec.state import Config, State, Time, initial
+from spec.transitions import due, release
 
 # =============================================================================================
 # Operations and the step function
 # =============================================================================================
 
-#: Operation name -> the model arguments it takes, and what its result is.
-SIGNATURES: Final[Mapping[str, str]] = {
-    "send": "(id, body) -> bool",
-    "receive": "(vt) -> (id, body, attempt) | None",
-    "delete": "(id, attempt) -> bool",
-    "retry": "(id, attempt) -> bool",
-    "change_visibility": "(id, attempt, timeout) -> bool",
-    "cancel": "(id) -> bool",
-    "expire": "() -> tuple of released ids, or None when not observed",
-    "advance": "(dt) -> None",
-}
-_ARITY: Final[Mapping[str, int]] = {
-    "send": 2,
-    "receive": 1,
-    "delete": 2,
-    "retry": 2,
-    "change_visibility": 3,
-    "cancel": 1,
-    "expire": 0,
-    "advance": 1,
-}
+
+def signatures(registry: Registry = REGISTRY) -> dict[str, str]:
+    """Operation name -> the model arguments it takes, and what its result is."""
+    return {op.name: op.signature() for op in registry}
+
+
+def arities(registry: Registry = REGISTRY) -> dict[str, int]:
+    """Operation name -> how many model arguments it takes."""
+    return {op.name: len(op.args) for op in registry}
+
+
+#: Operation name -> the model arguments it takes, and what its result is (from the registry).
+SIGNATURES: Final[Mapping[str, str]] = signatures()
+_ARITY: Final[Mapping[str, int]] = arities()
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,70 +115,47 @@ def _integer(name: str, value: object) -> None:
         raise TypeError(f"{name} must be an int, got {value!r}")
 
 
-def validate_operation(op: Operation) -> None:
+_CHECKS: Final[Mapping[Kind, Callable[[str, object], None]]] = {
+    Kind.ID: _text,
+    Kind.BODY: _text,
+    Kind.ATTEMPT: _integer,
+    Kind.TIME: _number,
+    Kind.OPTIONAL_TIME: lambda name, value: _number(name, value, optional=True),
+}
+
+
+def validate_operation(op: Operation, registry: Registry = REGISTRY) -> None:
     """Raise ``TypeError``/``ValueError`` naming the bad part unless ``op`` is well formed."""
     if not isinstance(op, Operation):
         raise TypeError(f"op must be an Operation, got {op!r}")
-    if op.name not in _ARITY:
-        raise ValueError(f"op.name must be one of {sorted(_ARITY)}, got {op.name!r}")
-    if not isinstance(op.args, tuple) or len(op.args) != _ARITY[op.name]:
-        raise TypeError(f"op.args of {op.name} must be a tuple {SIGNATURES[op.name]}: {op.args!r}")
-    a = op.args
-    if op.name in ("send", "delete", "retry", "change_visibility", "cancel"):
-        _text(f"{op.name} id", a[0])
-    if op.name == "send":
-        _text("send body", a[1])
-    if op.name in ("delete", "retry", "change_visibility"):
-        _integer(f"{op.name} attempt", a[1])
-    if op.name == "receive":
-        _number("receive vt", a[0], optional=True)
-    elif op.name == "change_visibility":
-        _number("change_visibility timeout", a[2])
-    elif op.name == "advance":
-        _number("advance dt", a[0])
+    if op.name not in registry:
+        raise ValueError(f"op.name must be one of {sorted(registry.names)}, got {op.name!r}")
+    declared = registry[op.name]
+    if not isinstance(op.args, tuple) or len(op.args) != len(declared.args):
+        raise TypeError(f"op.args of {op.name} must be a tuple {declared.signature()}: {op.args!r}")
+    for arg, value in zip(declared.args, op.args, strict=True):
+        _CHECKS[arg.kind](f"{op.name} {arg.name}", value)
 
 
-def apply(state: ModelState, op: Operation) -> tuple[ModelState, object]:
+def apply(
+    state: ModelState, op: Operation, registry: Registry = REGISTRY
+) -> tuple[ModelState, object]:
     """Run ``op`` on the spec: the state after it and the result the spec gives.
 
-    ``op.result`` is ignored here; compare with :func:`result_matches`. The mapping is one spec
-    transition per operation, with the checker's clock as ``now``.
+    ``op.result`` is ignored here; compare with :func:`result_matches`. The mapping is the
+    registry's step: one spec transition per operation (``advance`` moves the clock), with the
+    checker's clock as ``now``.
     """
-    q, now, a = state.queue, state.now, op.args
-    match op.name:
-        case "send":
-            q2, accepted = send(q, str(a[0]), str(a[1]))
-            return ModelState(q2, now), accepted
-        case "receive":
-            vt = a[0]
-            assert vt is None or isinstance(vt, int | float)
-            q2, d = receive(q, now, vt)
-            return ModelState(q2, now), None if d is None else (d.id, d.body, d.attempt)
-        case "delete" | "retry":
-            step = delete if op.name == "delete" else retry
-            assert isinstance(a[1], int)
-            q2, ok = step(q, Receipt(queue=q.queue, id=str(a[0]), attempt=a[1]))
-            return ModelState(q2, now), ok
-        case "change_visibility":
-            assert isinstance(a[1], int) and isinstance(a[2], int | float)
-            receipt = Receipt(queue=q.queue, id=str(a[0]), attempt=a[1])
-            q2, ok = change_visibility(q, receipt, a[2], now)
-            return ModelState(q2, now), ok
-        case "cancel":
-            q2, ok = cancel(q, str(a[0]))
-            return ModelState(q2, now), ok
-        case "expire":
-            q2, released = expire(q, now)
-            return ModelState(q2, now), released
-        case "advance":
-            assert isinstance(a[0], int | float)
-            return ModelState(q, now + a[0]), None
-    raise ValueError(f"op.name must be one of {sorted(_ARITY)}, got {op.name!r}")
+    if op.name not in registry:
+        raise ValueError(f"op.name must be one of {sorted(registry.names)}, got {op.name!r}")
+    q, now, result = registry[op.name].step(state.queue, state.now, op.args)
+    return ModelState(q, now), result
 
 
-def result_matches(op: Operation, model_result: object) -> bool:
-    """Whether the recorded ``op.result`` is what the spec gave (``expire`` ``None``: anything)."""
-    if op.name == "expire" and op.result is None:
+def result_matches(op: Operation, model_result: object, registry: Registry = REGISTRY) -> bool:
+    """Whether the recorded ``op.result`` is what the spec gave; ``None`` recorded for an
+    operation whose impl returns nothing (``expire``: ``Queue.sweep``) accepts anything."""
+    if op.result is None and op.name in registry and not registry[op.name].observed:
         return True
     return type(op.result) is type(model_result) and op.result == model_result
 
@@ -295,13 +256,13 @@ class Unknown:
 Verdict = Linearizable | NotLinearizable | Unknown
 
 
-def validate_history(history: Sequence[Entry]) -> None:
+def validate_history(history: Sequence[Entry], registry: Registry = REGISTRY) -> None:
     """Raise ``TypeError``/``ValueError`` naming the first bad entry of ``history``, if any."""
     for i, e in enumerate(history):
         if not isinstance(e, Entry):
             raise TypeError(f"history[{i}] must be an Entry, got {e!r}")
         try:
-            validate_operation(e.op)
+            validate_operation(e.op, registry)
         except (TypeError, ValueError) as exc:
             raise type(exc)(f"history[{i}]: {exc}") from None
         if not isinstance(e.thread, str):
@@ -353,7 +314,11 @@ class _Failed:
 
 
 def _search(
-    history: Sequence[Entry], init: ModelState, sweeper: bool, budget: _Budget
+    history: Sequence[Entry],
+    init: ModelState,
+    sweeper: bool,
+    budget: _Budget,
+    registry: Registry = REGISTRY,
 ) -> _Found | _Failed:
     """Wing & Gong's search with Lowe's memo over ``(placed set, state)``; entries by index."""
     n = len(history)
@@ -381,8 +346,8 @@ def _search(
             if placed >> i & 1:
                 continue
             budget.spend()
-            after, result = apply(state, e.op)
-            if e.ret is None or result_matches(e.op, result):
+            after, result = apply(state, e.op, registry)
+            if e.ret is None or result_matches(e.op, result, registry):
                 children.append((i, placed | 1 << i, after))
             else:
                 mismatches.append((i, result))
@@ -444,6 +409,7 @@ def check(
     sweeper: bool = False,
     max_steps: int | None = 1_000_000,
     max_seconds: float | None = None,
+    registry: Registry = REGISTRY,
 ) -> Verdict:
     """Decide whether ``history`` is linearizable with respect to the spec.
 
@@ -457,9 +423,9 @@ def check(
     a history that can be explained up to a time can also be explained up to any earlier time),
     or :class:`Unknown` when ``max_steps`` spec steps or ``max_seconds`` seconds are spent
     (each bisection probe gets the same budget again). Raises ``TypeError``/``ValueError``
-    naming the bad argument before searching.
+    naming the bad argument before searching. ``registry`` declares the operations.
     """
-    validate_history(history)
+    validate_history(history, registry)
     if config is not None and not isinstance(config, Config):
         raise TypeError(f"config must be a spec Config, got {config!r}")
     if start is not None and not isinstance(start, ModelState):
@@ -475,7 +441,7 @@ def check(
     def run(entries: Sequence[Entry]) -> tuple[_Found | _Failed | str, int]:
         budget = _Budget(max_steps, max_seconds)
         try:
-            return _search(entries, init, sweeper, budget), budget.steps
+            return _search(entries, init, sweeper, budget, registry), budget.steps
         except _OutOfBudget as exc:
             return str(exc), budget.steps
 
@@ -562,7 +528,10 @@ class QueueAdapter:
     ``visibility_timeout`` is the queue's default, used for a ``receive`` called without a
     ``visibility_timeout=`` keyword; give the same value as the queue's constructor.
 
-    Call names are the operation names, plus ``sweep`` for ``expire``. Values: a delivery is
+    Call names are the operation names and their ``impl.Queue`` methods (``sweep`` for
+    ``expire``), from ``registry``; send and receive are read as below, a receipt operation's
+    arguments as a receipt (or ``(id, attempt)``) and then the rest, any other operation's as
+    its model arguments. Values: a delivery is
     anything with ``.id``, ``.attempt`` and ``.body`` (or ``.payload``); a receipt anything with
     ``.id`` and ``.attempt``, or the two positional arguments ``(id, attempt)`` of the job-queue
     API. ``send`` returning an id (or ``True``) is accepted; raising ``queue.Full`` or a
@@ -571,11 +540,13 @@ class QueueAdapter:
     """
 
     visibility_timeout: float | None = 30.0
+    registry: Registry = REGISTRY
 
     def __call__(self, c: Call) -> Operation:
-        name = "expire" if c.name == "sweep" else c.name
-        if name not in _ARITY:
-            raise ValueError(f"call name must be one of {sorted(_ARITY)} or 'sweep': {c.name!r}")
+        names = impl_names(self.registry)
+        name = names.get(c.name, c.name)
+        if name not in self.registry:
+            raise ValueError(f"call name must be one of {sorted(names)}: {c.name!r}")
         args = self._args(name, c)
         if c.ret is None:
             return Operation(name, args, None)
@@ -583,27 +554,22 @@ class QueueAdapter:
 
     def _args(self, name: str, c: Call) -> tuple[object, ...]:
         a = c.args
-        match name:
-            case "send":
-                if "id" in c.kwargs:  # Queue.send(body, *, id=...)
-                    return (c.kwargs["id"], a[0])
-                if len(a) == 2:  # JobQueue.enqueue(id, payload)
-                    return (a[0], a[1])
-                if isinstance(c.value, str):  # Queue.send(body) chose the id
-                    return (c.value, a[0])
-                raise ValueError(f"send: cannot tell the id of {c!r}")
-            case "receive":
-                vt = c.kwargs.get("visibility_timeout", self.visibility_timeout)
-                return (vt,)
-            case "delete" | "retry":
-                return _receipt(name, a)
-            case "change_visibility":
-                return (*_receipt(name, a[:-1]), a[-1])
-            case "cancel":
-                return (a[0],)
-            case "advance":
-                return (a[0],)
-        return ()
+        if name == "send":
+            if "id" in c.kwargs:  # Queue.send(body, *, id=...)
+                return (c.kwargs["id"], a[0])
+            if len(a) == 2:  # JobQueue.enqueue(id, payload)
+                return (a[0], a[1])
+            if isinstance(c.value, str):  # Queue.send(body) chose the id
+                return (c.value, a[0])
+            raise ValueError(f"send: cannot tell the id of {c!r}")
+        if name == "receive":
+            return (c.kwargs.get("visibility_timeout", self.visibility_timeout),)
+        op = self.registry[name]
+        if op.takes_receipt:  # a receipt, or (id, attempt), then the other arguments
+            rest = len(op.args) - 2
+            head, tail = (a[:-rest], a[-rest:]) if rest else (a, ())
+            return (*_receipt(name, head), *tail)
+        return tuple(a[: len(op.args)])
 
     def _result(self, name: str, c: Call) -> object:
         if c.error is not None:
@@ -617,19 +583,27 @@ class QueueAdapter:
                 return False
             return Raised(type(exc).__name__, str(exc))
         v = c.value
-        match name:
-            case "send":
-                return v is True or isinstance(v, str)
-            case "receive":
-                if v is None:
-                    return None
-                body = getattr(v, "body", None)
-                if body is None:
-                    body = getattr(v, "payload", None)
-                return (getattr(v, "id", None), body, getattr(v, "attempt", None))
-            case "expire" | "advance":
+        op = self.registry[name]
+        if name == "send":
+            return v is True or isinstance(v, str)
+        if op.result is Result.DELIVERY:
+            if v is None:
                 return None
+            body = getattr(v, "body", None)
+            if body is None:
+                body = getattr(v, "payload", None)
+            return (getattr(v, "id", None), body, getattr(v, "attempt", None))
+        if op.result is Result.NONE or not op.observed:
+            return None
         return v
+
+
+def impl_names(registry: Registry = REGISTRY) -> dict[str, str]:
+    """The call names :class:`QueueAdapter` accepts -> operation: each operation's name and its
+    ``impl.Queue`` method (``sweep`` -> ``expire``)."""
+    out = {op.name: op.name for op in registry}
+    out |= {op.impl: op.name for op in registry if op.impl is not None}
+    return out
 
 
 def _receipt(name: str, args: tuple[object, ...]) -> tuple[object, object]:

@@ -4,8 +4,10 @@ This is the Python twin of what TLC does with ``tla/Queue.tla``: the same action
 bounds, the same invariants checked on every state (and the step halves on every edge). The
 TLA+ equivalence test compares the graph built here with TLC's ``-dump dot`` graph.
 
-A node is ``(State, now)``: the queue's state and a discrete clock. The actions, with the labels
-that the graph's edges carry (the TLA+ action names with their parameters):
+A node is ``(State, now)``: the queue's state and a discrete clock. The actions are the
+operations of the registry (:mod:`spec.operations`), each run by its step onto the spec with the
+arguments its enumerator (:data:`ENUMERATORS`) draws from the bounds; the labels that the graph's
+edges carry are the TLA+ action names with their parameters:
 
   ``Send(i)``                  send a fresh id ``i`` from ``Bounds.ids`` (body = id)
   ``Receive(v)``               receive with visibility timeout ``v`` (``none``: never expires),
@@ -26,12 +28,13 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
+from typing import Final
 
 from spec.invariants import step_violations, violations
-from spec.state import Config, Receipt, State, Status, initial
-from spec.transitions import cancel, change_visibility, delete, due, expire, receive, retry, send
+from spec.operations import REGISTRY, Operation, Registry
+from spec.state import Config, State, Status, initial
 
 #: A node of the graph: the queue's state and the clock.
 Node = tuple[State, int]
@@ -73,34 +76,103 @@ def vt_label(vt: int | None) -> str:
     return "none" if vt is None else str(vt)
 
 
-def successors(bounds: Bounds, node: Node) -> Iterator[tuple[str, Node]]:
-    """Every enabled action from ``node``, with its label and the node it leads to."""
-    s, now = node
-    for i in bounds.ids:
-        s2, ok = send(s, i, i)
-        if ok:
-            yield f"Send({i})", (s2, now)
+def action_label(action: str, params: tuple[object, ...] = ()) -> str:
+    """An edge label: the TLA+ action and its parameters, ``Send(a)``, ``Receive(none)``,
+    ``ChangeVisibility(a,2)``, ``Expire`` (``None`` is written ``none``)."""
+    if not params:
+        return action
+    return f"{action}({','.join('none' if p is None else str(p) for p in params)})"
+
+
+#: What an enumerator yields: the TLA+ action's parameters (for the label) and the model
+#: arguments of the registry's operation (for its step).
+Candidate = tuple[tuple[object, ...], tuple[object, ...]]
+#: The arguments an operation is tried with in a node, drawn from the bounds.
+Enumerator = Callable[[Bounds, State, int], Iterator[Candidate]]
+
+
+def _send(bounds: Bounds, s: State, now: int) -> Iterator[Candidate]:
+    for i in bounds.ids:  # body = id: TLA+ has no bodies
+        yield (i,), (i, i)
+
+
+def _receive(bounds: Bounds, s: State, now: int) -> Iterator[Candidate]:
     if s.visible:
         head = s.get(s.visible[0])
         assert head is not None
         if head.attempt < bounds.max_attempt:
             for vt in bounds.visibility_timeouts:
-                s2, _ = receive(s, now, vt)
-                yield f"Receive({vt_label(vt)})", (s2, now)
+                yield (vt,), (vt,)
+
+
+def _live_receipts(bounds: Bounds, s: State, now: int) -> Iterator[Candidate]:
     for m in s.messages:
         if m.status is Status.IN_FLIGHT:
-            r = Receipt(s.queue, m.id, m.attempt)
-            yield f"Delete({m.id})", (delete(s, r)[0], now)
-            yield f"Retry({m.id})", (retry(s, r)[0], now)
-            for t in bounds.extend_timeouts:
-                yield f"ChangeVisibility({m.id},{t})", (change_visibility(s, r, t, now)[0], now)
+            yield (m.id,), (m.id, m.attempt)
+
+
+def _change_visibility(bounds: Bounds, s: State, now: int) -> Iterator[Candidate]:
+    for (i,), (_, attempt) in _live_receipts(bounds, s, now):
+        for t in bounds.extend_timeouts:
+            yield (i, t), (i, attempt, t)
+
+
+def _active(bounds: Bounds, s: State, now: int) -> Iterator[Candidate]:
     for m in s.messages:
         if m.status.active:
-            yield f"Cancel({m.id})", (cancel(s, m.id)[0], now)
-    if due(s, now):
-        yield "Expire", (expire(s, now)[0], now)
+            yield (m.id,), (m.id,)
+
+
+def _tick(bounds: Bounds, s: State, now: int) -> Iterator[Candidate]:
     if now < bounds.max_time:
-        yield "Tick", (s, now + 1)
+        yield (), (1,)
+
+
+def _once(bounds: Bounds, s: State, now: int) -> Iterator[Candidate]:
+    yield (), ()
+
+
+#: How each operation of the registry is tried, by name. An operation without arguments needs
+#: no entry (it is tried once per node); one with arguments must have one here.
+ENUMERATORS: Final[Mapping[str, Enumerator]] = {
+    "send": _send,
+    "receive": _receive,
+    "delete": _live_receipts,
+    "retry": _live_receipts,
+    "change_visibility": _change_visibility,
+    "cancel": _active,
+    "advance": _tick,
+}
+
+
+def enumerator(op: Operation) -> Enumerator:
+    """How the explorer tries ``op``; ``KeyError`` names an operation that has none."""
+    if op.name in ENUMERATORS:
+        return ENUMERATORS[op.name]
+    if not op.args:
+        return _once
+    raise KeyError(f"spec/explore.py: ENUMERATORS has no entry for the operation {op.name!r}")
+
+
+def action_labels(registry: Registry = REGISTRY) -> tuple[str, ...]:
+    """The names the explorer's edges carry (before the parameters): the TLA+ actions."""
+    return tuple(op.tla for op in registry)
+
+
+def successors(
+    bounds: Bounds, node: Node, registry: Registry = REGISTRY
+) -> Iterator[tuple[str, Node]]:
+    """Every enabled action from ``node``, with its label and the node it leads to.
+
+    Each operation of ``registry`` is tried with the arguments its enumerator draws from the
+    bounds, by its step onto the spec; a step whose result is a rejection is no edge.
+    """
+    s, now = node
+    for op in registry:
+        for params, args in enumerator(op)(bounds, s, now):
+            s2, now2, result = op.step(s, now, args)
+            if op.result.enabled(result):
+                yield action_label(op.tla, params), (s2, int(now2))
 
 
 @dataclass
@@ -125,12 +197,14 @@ class Graph:
         return {(by_number[a], lab, by_number[b]) for a, lab, b in self.edges}
 
 
-def explore(bounds: Bounds, stop_at_first_violation: bool = True) -> Graph:
+def explore(
+    bounds: Bounds, stop_at_first_violation: bool = True, registry: Registry = REGISTRY
+) -> Graph:
     """Breadth-first search from the empty queue at time 0, checking every invariant.
 
     State invariants are checked on every node, step invariants on every edge. With
     ``stop_at_first_violation`` the search ends at the first failure and ``trace`` holds the
-    labels of a shortest path to it.
+    labels of a shortest path to it. ``registry`` gives the actions (see :func:`successors`).
     """
     started = time.perf_counter()
     g = Graph(bounds)
@@ -154,7 +228,7 @@ def explore(bounds: Bounds, stop_at_first_violation: bool = True) -> Graph:
     while frontier:
         node = frontier.popleft()
         n = g.nodes[node]
-        for label, nxt in successors(bounds, node):
+        for label, nxt in successors(bounds, node, registry):
             reasons = step_violations(node[0], nxt[0])
             if nxt not in g.nodes:
                 m = len(g.nodes)
