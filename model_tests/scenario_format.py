@@ -35,6 +35,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final, NoReturn, TypeAlias
 
+from spec.operations import REGISTRY, Arg, Kind, Operation, Registry
+
 #: Largest time value (seconds) a scenario may use; keeps every clock sum finite and exact enough.
 MAX_TIME: Final = 1e9
 
@@ -57,61 +59,22 @@ class QueueDefault(enum.Enum):
 QUEUE_DEFAULT: Final = QueueDefault.QUEUE_DEFAULT
 
 
-# -- the operations: one frozen value per row of the contract's table --------------------------
+# -- the operations ---------------------------------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True)
-class Enqueue:
-    """``["enqueue", id, payload]``: send."""
+class Invoke:
+    """An op of the registry (:mod:`spec.operations`): ``["enqueue", id, payload]`` is
+    ``Invoke("send", (id, payload))``, ``["reserve"]`` is ``Invoke("receive", (QUEUE_DEFAULT,))``,
+    ``["ack", id, attempt]`` is ``Invoke("delete", (id, attempt))``, and so on: ``name`` is the
+    operation's (the targets' method), ``args`` its model arguments, parsed.
 
-    id: str
-    payload: str
+    A receipt (``id, attempt``) names the current queue. ``advance`` moves the shared clock,
+    then every queue sweeps.
+    """
 
-
-@dataclass(frozen=True, slots=True)
-class Reserve:
-    """``["reserve"]`` / ``["reserve", vt]``: receive; ``vt`` ``None`` never expires."""
-
-    vt: float | QueueDefault | None = QUEUE_DEFAULT
-
-
-@dataclass(frozen=True, slots=True)
-class Ack:
-    """``["ack", id, attempt]``: delete with the receipt (current queue, id, attempt)."""
-
-    id: str
-    attempt: int
-
-
-@dataclass(frozen=True, slots=True)
-class Retry:
-    """``["retry", id, attempt]``: retry with the receipt (current queue, id, attempt)."""
-
-    id: str
-    attempt: int
-
-
-@dataclass(frozen=True, slots=True)
-class Extend:
-    """``["extend", id, attempt, t]``: change_visibility to ``t`` from now."""
-
-    id: str
-    attempt: int
-    t: float
-
-
-@dataclass(frozen=True, slots=True)
-class Cancel:
-    """``["cancel", id]``: cancel."""
-
-    id: str
-
-
-@dataclass(frozen=True, slots=True)
-class Advance:
-    """``["advance", dt]``: the shared clock moves on by ``dt``, then every queue sweeps."""
-
-    dt: float
+    name: str
+    args: tuple[object, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,7 +94,7 @@ class Use:
     index: int
 
 
-Op: TypeAlias = Enqueue | Reserve | Ack | Retry | Extend | Cancel | Advance | Dead | New | Use
+Op: TypeAlias = Invoke | Dead | New | Use
 
 
 @dataclass(frozen=True, slots=True)
@@ -192,22 +155,59 @@ def _id(where: str, value: object) -> str:
     return value
 
 
-#: The shape of each op after its name: the argument names, for arity errors.
-_ARITY: Final[Mapping[str, tuple[str, ...]]] = {
-    "enqueue": ("id", "payload"),
-    "reserve": ("[vt]",),
-    "ack": ("id", "attempt"),
-    "retry": ("id", "attempt"),
-    "extend": ("id", "attempt", "t"),
-    "cancel": ("id",),
-    "advance": ("dt",),
-    "dead": (),
-    "new": (),
-    "use": ("i",),
-}
+def harness_ops(registry: Registry = REGISTRY) -> dict[str, Operation]:
+    """The registry's operations by their harness op name (``enqueue`` -> ``send``)."""
+    return {op.harness: op for op in registry if op.harness is not None}
 
 
-def parse_op(raw: object, queues: int, where: str = "op") -> Op:
+#: The ops of the format that act on no queue state: not operations of the registry.
+_OWN: Final[Mapping[str, tuple[str, ...]]] = {"dead": (), "new": (), "use": ("i",)}
+
+
+def _shape(arg: Arg) -> str:
+    # An optional time may be left out (the queue's default), so it is shown in brackets.
+    return f"[{arg.harness_name}]" if arg.kind is Kind.OPTIONAL_TIME else arg.harness_name
+
+
+def op_table(registry: Registry = REGISTRY) -> dict[str, tuple[str, ...]]:
+    """The shape of each op after its name: the argument names, for arity errors."""
+    table = {name: tuple(map(_shape, op.args)) for name, op in harness_ops(registry).items()}
+    return table | dict(_OWN)
+
+
+#: The harness's op names and their arguments (the registry's ops, then ``dead``, ``new``, ``use``).
+_ARITY: Final[Mapping[str, tuple[str, ...]]] = op_table()
+
+
+def _argument(where: str, arg: Arg, value: object) -> object:
+    """One argument of a registry op, checked by its kind."""
+    match arg.kind:
+        case Kind.ID:
+            return _id(where, value)
+        case Kind.BODY:
+            if not isinstance(value, str):
+                _fail(where, f"{arg.harness_name} must be a string, got {_show(value)}")
+            return value
+        case Kind.ATTEMPT:
+            return _int(f"{where} {arg.harness_name}", value, 0)
+        case Kind.TIME:
+            return _time(f"{where} {arg.harness_name}", value)
+        case Kind.OPTIONAL_TIME:
+            return None if value is None else _time(f"{where} {arg.harness_name}", value)
+
+
+def _invoke(where: str, op: Operation, raw: list[object]) -> Invoke:
+    """The registry op ``op`` with the raw JSON arguments ``raw`` (their number checked)."""
+    values: list[object] = [*raw, *(QUEUE_DEFAULT,) * (len(op.args) - len(raw))]
+    # Bodies are checked first, then the rest in order: the order of the harness's messages.
+    order = sorted(range(len(op.args)), key=lambda i: op.args[i].kind is not Kind.BODY)
+    for i in order:
+        if values[i] is not QUEUE_DEFAULT:
+            values[i] = _argument(where, op.args[i], values[i])
+    return Invoke(op.name, tuple(values))
+
+
+def parse_op(raw: object, queues: int, where: str = "op", registry: Registry = REGISTRY) -> Op:
     """Parse one op; ``queues`` is how many queues exist when it runs (for ``use``).
 
     Raises :class:`ScenarioError`, its message starting with ``where``.
@@ -215,36 +215,19 @@ def parse_op(raw: object, queues: int, where: str = "op") -> Op:
     if not isinstance(raw, list) or not raw or not isinstance(raw[0], str):
         _fail(where, f'expected an op like ["name", args...], got {_show(raw)}')
     name, args = raw[0], raw[1:]
-    if name not in _ARITY:
-        _fail(where, f"unknown op {_show(name)} (known: {', '.join(_ARITY)})")
-    expected = _ARITY[name]
-    optional = name == "reserve"
-    if len(args) > len(expected) or (not optional and len(args) != len(expected)):
+    table = _ARITY if registry is REGISTRY else op_table(registry)
+    if name not in table:
+        _fail(where, f"unknown op {_show(name)} (known: {', '.join(table)})")
+    expected = table[name]
+    # Trailing optional times may be left out.
+    required = len(expected) - sum(1 for e in reversed(expected) if e.startswith("["))
+    if not required <= len(args) <= len(expected):
         shape = ", ".join([f'"{name}"', *expected])
         _fail(where, f"{name} takes [{shape}], got {_show(raw)}")
+    ops = harness_ops(registry)
+    if name in ops:
+        return _invoke(where, ops[name], args)
     match name:
-        case "enqueue":
-            if not isinstance(args[1], str):
-                _fail(where, f"payload must be a string, got {_show(args[1])}")
-            return Enqueue(_id(where, args[0]), args[1])
-        case "reserve":
-            if not args:
-                return Reserve()
-            return Reserve(None if args[0] is None else _time(f"{where} vt", args[0]))
-        case "ack":
-            return Ack(_id(where, args[0]), _int(f"{where} attempt", args[1], 0))
-        case "retry":
-            return Retry(_id(where, args[0]), _int(f"{where} attempt", args[1], 0))
-        case "extend":
-            return Extend(
-                _id(where, args[0]),
-                _int(f"{where} attempt", args[1], 0),
-                _time(f"{where} t", args[2]),
-            )
-        case "cancel":
-            return Cancel(_id(where, args[0]))
-        case "advance":
-            return Advance(_time(f"{where} dt", args[0]))
         case "dead":
             return Dead()
         case "new":

@@ -19,11 +19,12 @@ from typing import Any
 from hypothesis import strategies as st
 
 import spec
-from model_tests.scenario_format import parse_op, parse_scenario
+from model_tests.scenario_format import op_table, parse_op, parse_scenario
 from model_tests.targets import ModelTarget, apply
 
-#: Every op name of the format; :func:`scenarios` draws all of them.
-OPS = ("enqueue", "reserve", "ack", "retry", "extend", "cancel", "advance", "dead", "new", "use")
+#: Every op name of the format (from the registry, then ``dead``, ``new``, ``use``);
+#: :func:`scenarios` draws all of them.
+OPS = tuple(op_table())
 
 IDS = ("a", "b", "c", "d", "e")
 PAYLOADS = ("", "A", "B", "x y", "~!")

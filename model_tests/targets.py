@@ -3,9 +3,10 @@
 ``model`` (:class:`ModelTarget`) is the pure-function spec; ``impl`` (:class:`ImplTarget`) is
 ``impl.Queue`` on an ``impl.FakeClock``. The harness, the differential test and the hand-written
 examples all go through :func:`run_scenario`, so the only difference between the targets is the
-ten small methods of :class:`Target`. Each method is named after the contract operation it
-performs; the scenario's op names (the job-queue's vocabulary) are mapped to them in
-:func:`apply`.
+small methods of :class:`Target`. Each method is named after the contract operation it
+performs, the registry's name (:mod:`spec.operations`); the parser maps the scenario's op names
+(the job-queue's vocabulary) to them, and :func:`apply` calls the method of that name. The model
+target runs every operation by the registry's step onto the spec.
 
 When the sweeper runs: after *every* op, every queue of the scenario sweeps at the current time.
 Only ``advance`` moves the clock, so in practice only ``advance`` makes anything due; the other
@@ -23,22 +24,17 @@ import impl
 import spec
 from model_tests.scenario_format import (
     QUEUE_DEFAULT,
-    Ack,
-    Advance,
-    Cancel,
     Dead,
-    Enqueue,
-    Extend,
+    Invoke,
     New,
     Op,
     QueueConfig,
     QueueDefault,
-    Reserve,
-    Retry,
     Scenario,
     Use,
     parse_scenario,
 )
+from spec.operations import REGISTRY
 
 #: One op's output as JSON data: a bool, ``null``, ``[id, payload, attempt]`` or a list of ids.
 Output: TypeAlias = bool | list[str | int] | list[str] | None
@@ -112,51 +108,42 @@ class ModelTarget:
         """The index of the current queue."""
         return self._current
 
-    def _receipt(self, id: str, attempt: int) -> spec.Receipt:
-        return spec.Receipt(queue=self._current, id=id, attempt=attempt)
-
     def _set(self, state: spec.State) -> None:
         self.states[self._current] = state
 
-    def send(self, id: str, body: str) -> bool:
-        state, ok = spec.send(self.states[self._current], id, body)
+    def _step(self, name: str, *args: object) -> object:
+        """The registry's step of ``name`` on the current queue (receipts name it)."""
+        state, self._now, result = REGISTRY[name].step(self.states[self._current], self._now, args)
         self._set(state)
-        return ok
+        return result
+
+    def send(self, id: str, body: str) -> bool:
+        return self._step("send", id, body) is True
 
     def receive(self, vt: float | QueueDefault | None) -> Delivered | None:
         vt_ = self._vt if vt is QUEUE_DEFAULT else vt
         assert not isinstance(vt_, QueueDefault)
-        state, d = spec.receive(self.states[self._current], now=self._now, vt=vt_)
-        self._set(state)
-        return None if d is None else (d.id, d.body, d.attempt)
+        d = self._step("receive", vt_)
+        assert d is None or isinstance(d, tuple)
+        return d
 
     def delete(self, id: str, attempt: int) -> bool:
-        state, ok = spec.delete(self.states[self._current], self._receipt(id, attempt))
-        self._set(state)
-        return ok
+        return self._step("delete", id, attempt) is True
 
     def retry(self, id: str, attempt: int) -> bool:
-        state, ok = spec.retry(self.states[self._current], self._receipt(id, attempt))
-        self._set(state)
-        return ok
+        return self._step("retry", id, attempt) is True
 
     def change_visibility(self, id: str, attempt: int, t: float) -> bool:
-        state, ok = spec.change_visibility(
-            self.states[self._current], self._receipt(id, attempt), t, self._now
-        )
-        self._set(state)
-        return ok
+        return self._step("change_visibility", id, attempt, t) is True
 
     def cancel(self, id: str) -> bool:
-        state, ok = spec.cancel(self.states[self._current], id)
-        self._set(state)
-        return ok
+        return self._step("cancel", id) is True
 
     def dead_letters(self) -> list[str]:
         return list(self.states[self._current].dead)
 
     def advance(self, dt: float) -> None:
-        self._now += dt
+        self._step("advance", dt)
 
     def sweep_all(self) -> None:
         self.states = [spec.expire(s, self._now)[0] for s in self.states]
@@ -259,26 +246,10 @@ def apply(target: Target, op: Op) -> Output:
     """Perform one op on ``target`` and return its output; then every queue sweeps (see above)."""
     out: Output
     match op:
-        case Enqueue(id, payload):
-            out = target.send(id, payload)
-        case Reserve(vt):
-            d = target.receive(vt)
-            if d is None:
-                out = None
-            else:
-                delivered: list[str | int] = [d[0], d[1], d[2]]
-                out = delivered
-        case Ack(id, attempt):
-            out = target.delete(id, attempt)
-        case Retry(id, attempt):
-            out = target.retry(id, attempt)
-        case Extend(id, attempt, t):
-            out = target.change_visibility(id, attempt, t)
-        case Cancel(id):
-            out = target.cancel(id)
-        case Advance(dt):
-            target.advance(dt)
-            out = None
+        case Invoke(name, args):
+            # The registry's name is the target's method; a delivery becomes a JSON list.
+            result = getattr(target, name)(*args)
+            out = list(result) if isinstance(result, tuple) else result
         case Dead():
             out = target.dead_letters()
         case New():

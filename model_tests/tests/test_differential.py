@@ -13,7 +13,7 @@ from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 
-from model_tests.scenario_format import Advance, parse_line
+from model_tests.scenario_format import Invoke, parse_line
 from model_tests.scenarios import OPS, scenarios
 from model_tests.targets import ModelTarget, apply, run_scenario
 
@@ -42,11 +42,13 @@ def test_the_strategy_reaches_every_op_and_exact_deadlines() -> None:
         model = ModelTarget(parsed.config)
         for raw, op in zip(scenario["ops"], parsed.ops, strict=True):
             ops[raw[0]] += 1
-            if isinstance(op, Advance):
+            if isinstance(op, Invoke) and op.name == "advance":
                 deadlines = {
                     m.deadline for s in model.states for m in s.messages if m.deadline is not None
                 }
-                if model.now + op.dt in deadlines:
+                (dt,) = op.args
+                assert isinstance(dt, float)
+                if model.now + dt in deadlines:
                     landings["exact"] += 1
             result = apply(model, op)
             if raw[0] in ("ack", "retry", "extend") and result is True:
