@@ -3,8 +3,9 @@
 - The Wakeup models (injected notify bugs) fail, and their counterexamples are the lost
   wakeups docs/levels.md explains: the final state has a receiver asleep on ``not_empty`` beside
   a visible message.
-- The refinement ``ThreadedQueue => Queue`` is not vacuous: a mutant that re-queues an expired
-  message at the head instead of the tail violates ``QueueSpec``.
+- The refinement ``ThreadedQueue => Queue`` is not vacuous: a mutant of the one release that
+  re-queues at the head instead of the tail, and a sweep that folds the release over the due
+  messages in receive order instead of deadline order, each violate ``QueueSpec``.
 - The correct models pass (invariants, no lost wakeup, deadlock freedom, refinement, liveness);
   they take 20-40 s each, so they are marked ``slow``.
 """
@@ -138,9 +139,9 @@ _MUTANT_CFG = """CONSTANTS
     Capacity = 2
     MaxReceives = 2
     VT = 1
-    ExtendTimeouts = {}
+    ExtendTimeouts = %s
     WithCancel = FALSE
-    MaxTime = 1
+    MaxTime = %d
     Bug = "none"
     None = None
 SPECIFICATION Spec
@@ -149,18 +150,41 @@ PROPERTIES QueueSpec
 
 
 @needs_java
-def test_threaded_refinement_catches_a_sweep_that_requeues_at_the_head(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("correct", "mutant", "extend", "max_time", "caught_at"),
+    [
+        # The release (shared by retry, change_visibility(0) and the sweep) puts the message
+        # back at the head: the first release that TLC reaches is a retry's.
+        (
+            "!.qVisible = IF dies THEN @ ELSE Append(@, i)",
+            "!.qVisible = IF dies THEN @ ELSE <<i>> \\o @",
+            "{}",
+            1,
+            "RetryCS",
+        ),
+        # The sweep releases in receive order, ignoring deadlines: wrong once a delivery
+        # received first has had its deadline moved past a later one's (change_visibility).
+        (
+            "ReleaseAll(State, ExpiryOrder)",
+            "ReleaseAll(State, SelectSeq(qInFlight, LAMBDA i : i \\in Due))",
+            "{2}",
+            2,
+            "SweepCS",
+        ),
+    ],
+    ids=["release-requeues-at-the-head", "sweep-in-receive-order"],
+)
+def test_threaded_refinement_catches_a_wrong_release(
+    tmp_path: Path, correct: str, mutant: str, extend: str, max_time: int, caught_at: str
+) -> None:
     text = (TLA_DIR / "ThreadedQueue.tla").read_text()
-    correct = "/\\ qVisible' = qVisible \\o back"
     assert text.count(correct) == 1
-    (tmp_path / "ThreadedQueue.tla").write_text(
-        text.replace(correct, "/\\ qVisible' = back \\o qVisible")
-    )
+    (tmp_path / "ThreadedQueue.tla").write_text(text.replace(correct, mutant))
     shutil.copy(TLA_DIR / "Queue.tla", tmp_path / "Queue.tla")
-    (tmp_path / "Mutant.cfg").write_text(_MUTANT_CFG)
+    (tmp_path / "Mutant.cfg").write_text(_MUTANT_CFG % (extend, max_time))
     result = run_tlc(tmp_path / "ThreadedQueue.tla", tmp_path / "Mutant.cfg", check_deadlock=False)
     assert result.outcome == "violation" and "Action property" in result.detail, result.summary
-    assert states(result)[-1][0] == "SweepCS"
+    assert states(result)[-1][0] == caught_at
 
 
 # -- the correct models pass (slow) -------------------------------------------------------------

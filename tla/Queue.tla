@@ -6,12 +6,14 @@
 (* in TLA+. It is the twin of the Python spec: every action here has a     *)
 (* function of the same name in spec/transitions.py (Send is send, Receive *)
 (* is receive, ...), and spec/explore.py walks the same graph as TLC does  *)
-(* with this module.  model_tests/tests/test_equivalence.py checks that claim.         *)
+(* with this module.  model_tests/tests/test_equivalence.py checks that    *)
+(* claim.                                                                  *)
 (*                                                                         *)
 (* How to read it, top to bottom:                                          *)
 (*   1. constants: the bounds that make the model finite;                  *)
 (*   2. variables: the queue's state and a discrete clock;                 *)
-(*   3. helpers: statuses, receipts, and *release*;                        *)
+(*   3. helpers: statuses, receipts, and *release*, the one rule that      *)
+(*      Retry, ChangeVisibility(r, 0) and Expire all apply;                *)
 (*   4. actions: one per row of the contract's table, named after the API; *)
 (*   5. the specification (Init, Next, Spec) and the fairness of a         *)
 (*      consumer that deletes what it receives;                            *)
@@ -50,7 +52,7 @@ ASSUME MaxTime \in Nat
 (*                             2. VARIABLES                                *)
 (*                                                                         *)
 (* The state is redundant on purpose, exactly as in spec/state.py: each    *)
-(* message carries its own status, and the three sequences say the same   *)
+(* message carries its own status, and the three sequences say the same    *)
 (* thing again, in order.  The invariants check that both views agree.     *)
 (***************************************************************************)
 VARIABLES
@@ -96,8 +98,9 @@ Live(r) == /\ r[1] \in Accepted
 \* The receipt of the current delivery of an accepted message.
 ReceiptOf(i) == <<i, msgs[i].attempt>>
 
-\* The dead-letter policy: a release after MaxReceives deliveries kills.
-Dies(i) == MaxReceives # None /\ msgs[i].attempt >= MaxReceives
+\* The dead-letter policy: releasing a message delivered n times kills it iff
+\* n >= MaxReceives (never, if MaxReceives is None).
+Dies(n) == MaxReceives # None /\ n >= MaxReceives
 
 \* An in-flight message whose deadline has passed (Expire would release it).
 IsDue(i) == /\ msgs[i].status = "IN_FLIGHT"
@@ -122,22 +125,44 @@ ByDeadline(s) ==
 ExpiryOrder == ByDeadline(SelectSeq(inFlight, IsDue))
 
 (***************************************************************************)
-(* Release(i): take the in-flight message i back.  If it has been          *)
-(* delivered MaxReceives times it is dead-lettered (appended to dead,      *)
-(* freeing capacity); otherwise it is appended to the TAIL of visible      *)
-(* (keeping its capacity slot): it never jumps back to its old place.  The *)
-(* attempt counter is kept, so the next delivery is attempt + 1.  This is  *)
-(* what Retry, ChangeVisibility(r, 0) and Expire do.                       *)
+(* The queue's data -- everything but the clock, what spec.State holds --  *)
+(* as one record, so that a release can be a function from a state to a    *)
+(* state: applied once by Retry and ChangeVisibility, folded over the due  *)
+(* messages by Expire.  SetState(s) is the step whose new data is s.       *)
 (***************************************************************************)
-Release(i) ==
-    /\ inFlight' = Remove(inFlight, i)
-    /\ IF Dies(i)
-       THEN /\ msgs' = [msgs EXCEPT ![i].status = "DEAD", ![i].deadline = None]
-            /\ dead' = Append(dead, i)
-            /\ UNCHANGED visible
-       ELSE /\ msgs' = [msgs EXCEPT ![i].status = "VISIBLE", ![i].deadline = None]
-            /\ visible' = Append(visible, i)
-            /\ UNCHANGED dead
+State == [msgs |-> msgs, visible |-> visible, inFlight |-> inFlight, dead |-> dead]
+
+SetState(s) ==
+    /\ msgs' = s.msgs
+    /\ visible' = s.visible
+    /\ inFlight' = s.inFlight
+    /\ dead' = s.dead
+
+(***************************************************************************)
+(* Release(s, i): the state s with its in-flight message i taken back.  If *)
+(* it has been delivered MaxReceives times it is dead-lettered (appended   *)
+(* to dead, freeing capacity); otherwise it is appended to the TAIL of     *)
+(* visible (keeping its capacity slot): it never jumps back to its old     *)
+(* place.  The attempt counter is kept: the next delivery is attempt + 1.  *)
+(* This is the only definition of the release: Retry and                   *)
+(* ChangeVisibility(r, 0) apply it once, Expire folds it (ReleaseAll).     *)
+(***************************************************************************)
+Release(s, i) ==
+    LET dies == Dies(s.msgs[i].attempt)
+    IN [s EXCEPT !.msgs[i].status = IF dies THEN "DEAD" ELSE "VISIBLE",
+                 !.msgs[i].deadline = None,
+                 !.inFlight = Remove(@, i),
+                 !.visible = IF dies THEN @ ELSE Append(@, i),
+                 !.dead = IF dies THEN Append(@, i) ELSE @]
+
+(***************************************************************************)
+(* ReleaseAll(s, ids): Release each of ids in turn, the first one first: a *)
+(* left fold of Release over the sequence ids, as spec.transitions.expire  *)
+(* loops over release.                                                     *)
+(***************************************************************************)
+RECURSIVE ReleaseAll(_, _)
+ReleaseAll(s, ids) ==
+    IF ids = <<>> THEN s ELSE ReleaseAll(Release(s, Head(ids)), Tail(ids))
 
 (***************************************************************************)
 (*                             4. ACTIONS                                  *)
@@ -196,7 +221,7 @@ Delete(r) ==
 (***************************************************************************)
 Retry(r) ==
     /\ Live(r)
-    /\ Release(r[1])
+    /\ SetState(Release(State, r[1]))
     /\ UNCHANGED now
 
 (***************************************************************************)
@@ -207,7 +232,7 @@ Retry(r) ==
 ChangeVisibility(r, t) ==
     /\ Live(r)
     /\ IF t = 0
-       THEN Release(r[1])
+       THEN SetState(Release(State, r[1]))
        ELSE /\ msgs' = [msgs EXCEPT ![r[1]].deadline = now + t]
             /\ UNCHANGED <<visible, inFlight, dead>>
     /\ UNCHANGED now
@@ -227,25 +252,15 @@ Cancel(i) ==
 
 (***************************************************************************)
 (* Expire: the sweeper runs.  Every in-flight message whose deadline is    *)
-(* <= now is released, in ExpiryOrder.  Whether a released message dies   *)
-(* depends only on its own attempt, so the survivors join visible and the  *)
-(* dying join dead, each group in that order.  Enabled only when something *)
-(* is due: a sweep with nothing to do is no step.  Until Expire runs, a    *)
-(* passed deadline changes nothing and the old receipt stays live.        *)
+(* <= now is released, one Release after the other, in ExpiryOrder (the    *)
+(* fold ReleaseAll).  Enabled only when something is due: a sweep with     *)
+(* nothing to do is no step.  Until Expire runs, a passed deadline changes *)
+(* nothing and the old receipt stays live.                                 *)
 (***************************************************************************)
 Expire ==
-    LET order == ExpiryOrder
-        due == Range(order)
-    IN /\ order # <<>>
-       /\ msgs' = [i \in Accepted |->
-                     IF i \in due
-                     THEN [msgs[i] EXCEPT !.status = IF Dies(i) THEN "DEAD" ELSE "VISIBLE",
-                                          !.deadline = None]
-                     ELSE msgs[i]]
-       /\ visible' = visible \o SelectSeq(order, LAMBDA i : ~Dies(i))
-       /\ dead' = dead \o SelectSeq(order, Dies)
-       /\ inFlight' = SelectSeq(inFlight, LAMBDA i : i \notin due)
-       /\ UNCHANGED now
+    /\ ExpiryOrder # <<>>
+    /\ SetState(ReleaseAll(State, ExpiryOrder))
+    /\ UNCHANGED now
 
 (***************************************************************************)
 (* Tick: the clock moves on by one unit, up to the model bound MaxTime.    *)

@@ -13,7 +13,7 @@
 (*       new_deadline  the sweeper waits here for an earlier deadline;     *)
 (*     wait(c) releases the lock and joins c's wait set in one step;       *)
 (*     notify(c) wakes one waiter, notify_all(c) all of them; a woken      *)
-(*     thread has to take the lock again and then re-checks its predicate *)
+(*     thread has to take the lock again and then re-checks its predicate  *)
 (*     (the `while' loop around every wait in impl/queue.py);              *)
 (*   - producer, consumer and sweeper threads, each a small program that   *)
 (*     calls the queue's methods.  A method is: take the lock (Acquire),   *)
@@ -124,8 +124,9 @@ HasRoom == Capacity = None \/ Active < Capacity      \* Queue._has_room
 \* Queue._live: the receipt names the delivery in flight.
 Live(r) == r # None /\ r[1] \in Range(qInFlight) /\ attempt[r[1]] = r[2]
 
-\* The dead-letter policy of Queue._release.
-Dies(i) == attempt[i] >= MaxReceives
+\* The dead-letter policy of Queue._release: releasing a message delivered n
+\* times kills it iff n >= MaxReceives.
+Dies(n) == n >= MaxReceives
 
 \* The in-flight messages whose deadline has come (what the sweeper releases).
 Due == {i \in Range(qInFlight) : deadline[i] # None /\ deadline[i] <= clock}
@@ -169,7 +170,7 @@ SweepNotifies(k) ==
 (* releases the lock and either returns from its method (selfAt = "none")  *)
 (* or, if sleepOn is a condition, waits on it (selfAt = "wait"): in ONE    *)
 (* step, as Condition.wait releases the lock and joins the wait set        *)
-(* atomically.  That atomicity is what makes a notify between "predicate  *)
+(* atomically.  That atomicity is what makes a notify between "predicate   *)
 (* false" and "asleep" impossible.                                         *)
 (***************************************************************************)
 EndCS(self, nE, nF, nD, selfAt, sleepOn) ==
@@ -201,20 +202,53 @@ Wait(self, c) ==
     /\ UNCHANGED <<op, arg>>
 
 (***************************************************************************)
-(* Queue._release(i), the data half: dead-letter i, or append it to the    *)
-(* visible tail.  The notify half is in the caller's Return: not_full for  *)
-(* a death (a slot is free), not_empty for a re-queue.                     *)
+(* The queue's fields -- impl.Queue's containers and record fields -- as   *)
+(* one record, like Queue's State, so that a release can be a function     *)
+(* from a state to a state: applied once by RetryCS and                    *)
+(* ChangeVisibilityCS, folded over the due messages by SweepCS.            *)
+(* SetState(s) is the step whose new fields are s.                         *)
 (***************************************************************************)
-Release(i) ==
-    /\ qInFlight' = Remove(qInFlight, i)
-    /\ deadline' = [deadline EXCEPT ![i] = None]
-    /\ IF Dies(i)
-       THEN qDead' = Append(qDead, i) /\ UNCHANGED qVisible
-       ELSE qVisible' = Append(qVisible, i) /\ UNCHANGED qDead
-    /\ UNCHANGED <<accepted, qDone, qCancelled, attempt>>
+State == [accepted |-> accepted, qVisible |-> qVisible, qInFlight |-> qInFlight,
+          qDead |-> qDead, qDone |-> qDone, qCancelled |-> qCancelled,
+          attempt |-> attempt, deadline |-> deadline]
 
-\* The notifies of a release: <<not_empty, not_full>>.
-ReleaseNotifies(i) == IF Dies(i) THEN <<0, 1>> ELSE <<1, 0>>
+SetState(s) ==
+    /\ accepted' = s.accepted
+    /\ qVisible' = s.qVisible
+    /\ qInFlight' = s.qInFlight
+    /\ qDead' = s.qDead
+    /\ qDone' = s.qDone
+    /\ qCancelled' = s.qCancelled
+    /\ attempt' = s.attempt
+    /\ deadline' = s.deadline
+
+(***************************************************************************)
+(* Release(s, i): Queue._release(i), the data half: the state s with its   *)
+(* in-flight message i dead-lettered, or appended to the visible tail.     *)
+(* The only definition of the release in this module: RetryCS and          *)
+(* ChangeVisibilityCS apply it once, SweepCS folds it (ReleaseAll).  The   *)
+(* notify half is counted from the result by Requeued and Died, and done   *)
+(* by the caller as it leaves its critical section: not_empty once per     *)
+(* message re-queued, not_full once per death (a slot is free).            *)
+(***************************************************************************)
+Release(s, i) ==
+    LET dies == Dies(s.attempt[i])
+    IN [s EXCEPT !.qInFlight = Remove(@, i),
+                 !.deadline = [@ EXCEPT ![i] = None],
+                 !.qVisible = IF dies THEN @ ELSE Append(@, i),
+                 !.qDead = IF dies THEN Append(@, i) ELSE @]
+
+\* Release each of ids in turn, the first one first: a left fold of Release,
+\* as Queue._expire calls _release for each entry it pops.
+RECURSIVE ReleaseAll(_, _)
+ReleaseAll(s, ids) ==
+    IF ids = <<>> THEN s ELSE ReleaseAll(Release(s, Head(ids)), Tail(ids))
+
+\* How many messages a step from the current state to s re-queued, and how
+\* many it dead-lettered (for a release or a fold of releases): the notifies
+\* of not_empty and not_full that Queue._release makes.
+Requeued(s) == Len(s.qVisible) - Len(qVisible)
+Died(s) == Len(s.qDead) - Len(qDead)
 
 (***************************************************************************)
 (*            THE THREADS' STEPS OUTSIDE THE QUEUE (no lock)               *)
@@ -265,7 +299,7 @@ StartChangeVisibility(c, t) == StartWithReceipt(c, "change_visibility", t)
 
 (***************************************************************************)
 (* Drop(c): the consumer gives up its delivery without telling the queue   *)
-(* (its processing failed and it went back to receive()).  The delivery   *)
+(* (its processing failed and it went back to receive()).  The delivery    *)
 (* stays in flight until the sweeper re-queues it: the redelivery that the *)
 (* lost-wakeup bug sleeps through.                                         *)
 (***************************************************************************)
@@ -376,8 +410,8 @@ RetryCS(c) ==
     /\ at[c] = "cs" /\ op[c] = "retry"
     /\ LET r == held[c]
        IN IF Live(r)
-          THEN /\ Release(r[1])
-               /\ Return(c, ReleaseNotifies(r[1])[1], ReleaseNotifies(r[1])[2], 0)
+          THEN LET s == Release(State, r[1])
+               IN SetState(s) /\ Return(c, Requeued(s), Died(s), 0)
           ELSE /\ Return(c, 0, 0, 0)
                /\ UNCHANGED queueVars
     /\ held' = [held EXCEPT ![c] = None]
@@ -396,8 +430,8 @@ ChangeVisibilityCS(c) ==
        IN IF ~Live(r)
           THEN Return(c, 0, 0, 0) /\ UNCHANGED queueVars
           ELSE IF t = 0
-          THEN /\ Release(r[1])
-               /\ Return(c, ReleaseNotifies(r[1])[1], ReleaseNotifies(r[1])[2], 0)
+          THEN LET s == Release(State, r[1])
+               IN SetState(s) /\ Return(c, Requeued(s), Died(s), 0)
           ELSE /\ deadline' = [deadline EXCEPT ![r[1]] = clock + t]
                /\ Return(c, 0, 0, ArmNotifies(clock + t))
                /\ UNCHANGED <<accepted, qVisible, qInFlight, qDead, qDone, qCancelled, attempt>>
@@ -420,24 +454,19 @@ CancelCS(p) ==
 
 (***************************************************************************)
 (* The sweeper's loop body (Queue._run_sweeper): release every due message *)
-(* in ExpiryOrder -- each re-queued one notifies not_empty, each dead one  *)
+(* in ExpiryOrder, one Release after the other (the fold ReleaseAll, as    *)
+(* Queue._expire) -- each re-queued one notifies not_empty, each dead one  *)
 (* notifies not_full, as Queue._release does -- then note the earliest     *)
-(* remaining deadline as the target and wait on new_deadline until then.  *)
+(* remaining deadline as the target and wait on new_deadline until then.   *)
 (* (Bug changes how many receivers are notified.)                          *)
 (***************************************************************************)
 SweepCS ==
     /\ at[Sweeper] = "cs"
-    /\ LET due == Due
-           order == ExpiryOrder
-           back == SelectSeq(order, LAMBDA i : ~Dies(i))
-           dying == SelectSeq(order, Dies)
-       IN /\ qVisible' = qVisible \o back
-          /\ qDead' = qDead \o dying
-          /\ qInFlight' = SelectSeq(qInFlight, LAMBDA i : i \notin due)
-          /\ deadline' = [i \in Ids |-> IF i \in due THEN None ELSE deadline[i]]
-          /\ target' = NextDeadline(Range(qInFlight) \ due)
-          /\ EndCS(Sweeper, SweepNotifies(Len(back)), Len(dying), 0, "wait", "new_deadline")
-    /\ UNCHANGED <<accepted, qDone, qCancelled, attempt, clock, op, arg, held>>
+    /\ LET s == ReleaseAll(State, ExpiryOrder)
+       IN /\ SetState(s)
+          /\ target' = NextDeadline(Range(s.qInFlight))
+          /\ EndCS(Sweeper, SweepNotifies(Requeued(s)), Died(s), 0, "wait", "new_deadline")
+    /\ UNCHANGED <<clock, op, arg, held>>
 
 (***************************************************************************)
 (*                        THE SPECIFICATION                                *)
@@ -513,7 +542,7 @@ FairSpec == Spec /\ Fairness
 (* message is the container that holds its id, exactly as in impl.Queue;   *)
 (* Queue's clock is the clock.  Every step of a thread that is not a       *)
 (* critical section (taking the lock, a wakeup, a call that has not yet    *)
-(* entered the queue) and every critical section that changes nothing (a  *)
+(* entered the queue) and every critical section that changes nothing (a   *)
 (* wait, a stale delete, a sweep with nothing due) maps to a stuttering    *)
 (* step of Queue; every other critical section is exactly one of Queue's   *)
 (* actions.  The model bound MaxAttempt of Queue is MaxReceives: a message *)
