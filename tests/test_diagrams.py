@@ -15,6 +15,7 @@ import pytest
 
 import tools.diagrams as diagrams
 from spec.explore import Bounds
+from tla.counterexample import parse_trace
 from tools.diagrams import (
     LIFECYCLE,
     LIFECYCLE_BOUNDS,
@@ -24,7 +25,6 @@ from tools.diagrams import (
     Transition,
     fenced,
     lifecycle_transitions,
-    parse_trace,
     render_lifecycle,
     render_race,
     run_race_trace,

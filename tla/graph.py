@@ -5,7 +5,8 @@ with ``-dump dot`` on ``tla/QueueGraph.tla`` (Queue plus a history variable ``la
 reads the complete state graph back. :func:`differences` then compares it with the graph that
 ``spec.explore.explore`` builds from ``spec/transitions.py``.
 
-The mapping, TLA+ state -> explorer node ``(State, now)``:
+The mapping, TLA+ state -> explorer node ``(State, now)`` (the state by
+:func:`tla.counterexample.to_spec_state`):
 
   ``msgs``        -> ``State.messages``: one ``Msg(id, body=id, status, attempt, deadline)``
                      per accepted id (the explorer sends body = id; TLA+ has no bodies), with
@@ -15,7 +16,8 @@ The mapping, TLA+ state -> explorer node ``(State, now)``:
   ``lastAction``  -> dropped from the node; it is the *label* of every edge into the state:
                      ``<<"Send", a>>`` -> ``Send(a)``, ``<<"Receive", None>>`` ->
                      ``Receive(none)``, ``<<"ChangeVisibility", a, 2>>`` ->
-                     ``ChangeVisibility(a,2)``, ``<<"Expire">>`` -> ``Expire``
+                     ``ChangeVisibility(a,2)``, ``<<"Expire">>`` -> ``Expire``; the names
+                     are the registry's TLA+ actions (:mod:`spec.operations`)
 
 So one explorer node is several TLC states (one per label that can lead to it), and a TLC edge
 ``s -> t`` is the explorer edge ``(node(s), label(t), node(t))``. What is compared:
@@ -44,11 +46,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from spec.explore import Bounds, Graph, Node
-from spec.state import Msg, State, Status, initial
+from spec.explore import Bounds, Graph, Node, action_label, action_labels
+from spec.operations import REGISTRY, Registry
+from spec.state import initial
+from tla.counterexample import now, read_state, to_spec_state
 from tla.models import TLA_DIR
 from tla.tlc import Result, run_tlc
-from tla.values import Function, ModelValue, Record, Value, parse_state
+from tla.values import ModelValue, Value
 
 GRAPH_MODULE = TLA_DIR / "QueueGraph.tla"
 
@@ -117,7 +121,7 @@ def parse_dot(text: str) -> DotGraph:
         if m := _EDGE.match(line):
             g.edges.append((m.group(1), _undot(m.group(3)), m.group(2)))
         elif m := _NODE.match(line):
-            g.states[m.group(1)] = parse_state(_undot(m.group(2)))
+            g.states[m.group(1)] = read_state(_undot(m.group(2)))
             if m.group(3):
                 g.initial.add(m.group(1))
     for a, _, b in g.edges:
@@ -130,65 +134,28 @@ def parse_dot(text: str) -> DotGraph:
 # -- the mapping ------------------------------------------------------------------------------
 
 
-def _id(v: Value) -> str:
-    if not isinstance(v, ModelValue):
-        raise ValueError(f"expected an id (a model value), got {v!r}")
-    return v.name
-
-
-def _ids(v: Value) -> tuple[str, ...]:
-    if not isinstance(v, tuple):
-        raise ValueError(f"expected a sequence of ids, got {v!r}")
-    return tuple(_id(x) for x in v)
-
-
-def _opt_int(v: Value) -> int | None:
-    if v == ModelValue("None"):
-        return None
-    if isinstance(v, int) and not isinstance(v, bool):
-        return v
-    raise ValueError(f"expected an integer or None, got {v!r}")
-
-
 def to_node(bounds: Bounds, state: dict[str, Value]) -> Node:
     """The explorer node of a TLC state (``lastAction`` is ignored); see the module docstring."""
-    raw = state["msgs"]
-    if raw == ():  # TLC prints the function with an empty domain as the empty sequence
-        raw = Function()
-    if not isinstance(raw, Function):
-        raise ValueError(f"msgs is not a function: {raw!r}")
-    messages = []
-    for key, rec in raw.items():
-        if not isinstance(rec, Record) or not isinstance(rec["status"], str):
-            raise ValueError(f"msgs[{key}] is not a message record: {rec!r}")
-        attempt = rec["attempt"]
-        if not isinstance(attempt, int):
-            raise ValueError(f"msgs[{key}].attempt is not an integer: {attempt!r}")
-        i = _id(key)
-        deadline = _opt_int(rec["deadline"])
-        messages.append(Msg(i, i, Status(rec["status"]), attempt, deadline))
-    now = state["now"]
-    if not isinstance(now, int):
-        raise ValueError(f"now is not an integer: {now!r}")
-    s = State(
-        config=bounds.config,
-        messages=tuple(sorted(messages, key=lambda m: m.id)),
-        visible=_ids(state["visible"]),
-        in_flight=_ids(state["inFlight"]),
-        dead=_ids(state["dead"]),
-    )
-    return s, now
+    return to_spec_state(state, bounds.config), now(state)
 
 
-def label(last: Value) -> str:
-    """The explorer's edge label for a ``lastAction`` value: ``<<"Send", a>>`` -> ``Send(a)``."""
+def graph_actions(registry: Registry = REGISTRY) -> tuple[str, ...]:
+    """The names ``lastAction`` may carry: ``Init``, then the registry's TLA+ actions (each
+    defined in ``QueueGraph.tla`` as Queue's action plus its label)."""
+    return ("Init", *action_labels(registry))
+
+
+def label(last: Value, registry: Registry = REGISTRY) -> str:
+    """The explorer's edge label for a ``lastAction`` value: ``<<"Send", a>>`` -> ``Send(a)``.
+
+    ``ValueError`` for a name that is not one of :func:`graph_actions`.
+    """
     if not isinstance(last, tuple) or not last or not isinstance(last[0], str):
         raise ValueError(f"lastAction is not <<name, args...>>: {last!r}")
     name, args = last[0], last[1:]
-    if not args:
-        return name
-    shown = ["none" if a == ModelValue("None") else str(a) for a in args]
-    return f"{name}({','.join(shown)})"
+    if name not in graph_actions(registry):
+        raise ValueError(f"lastAction names {name!r}, no action of the registry")
+    return action_label(name, tuple(None if a == ModelValue("None") else a for a in args))
 
 
 # -- running TLC and comparing ----------------------------------------------------------------

@@ -37,10 +37,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from spec.explore import Bounds, explore
+from spec.operations import REGISTRY, Registry
 from spec.state import State, Status
+from tla.counterexample import TraceStep, deadline, finished, held, messages, parse_trace
 from tla.models import discover
 from tla.tlc import SetupError, run_tlc
-from tla.values import Function, Record, Value, parse_state, parse_value
+from tla.values import Value
 
 ROOT = Path(__file__).resolve().parent.parent
 DIAGRAMS = ROOT / "docs" / "diagrams"
@@ -65,18 +67,32 @@ LIFECYCLE_BOUNDS = Bounds(
 #: The pseudo-state before a message is accepted (and after it is terminal): Mermaid's ``[*]``.
 START = "[*]"
 _STATUS_ORDER = [START, *(s.value for s in Status)]
-_ACTION_ORDER = [
-    "Send",
-    "Receive",
-    "Delete",
-    "Retry",
-    "ChangeVisibility(0)",
-    "ChangeVisibility(t≠0)",
-    "Cancel",
-    "Expire",
-]
+#: Actions drawn as two arrows, by what their argument does: ``ChangeVisibility`` to 0 releases,
+#: to any other value sets a new deadline.
+SPLIT = {"ChangeVisibility": ("ChangeVisibility(0)", "ChangeVisibility(t≠0)")}
+
+
+def diagram_actions(registry: Registry = REGISTRY) -> list[str]:
+    """The actions the lifecycle may show, in the order its labels list them: the registry's
+    TLA+ actions, those that only move the clock left out, :data:`SPLIT` ones split."""
+    return [a for op in registry if not op.moves_clock for a in SPLIT.get(op.tla, (op.tla,))]
+
+
+def releasing_actions(registry: Registry = REGISTRY) -> frozenset[str]:
+    """The actions that may *release* an in-flight message (spec.transitions.release)."""
+    out = set()
+    for op in registry:
+        if op.releases:
+            # Of a split action, only its first form (ChangeVisibility(0)) releases.
+            out.add(SPLIT[op.tla][0] if op.tla in SPLIT else op.tla)
+    return frozenset(out)
+
+
+_ACTION_ORDER = diagram_actions()
 #: Actions that *release* an in-flight message (spec.transitions.release).
-RELEASES = frozenset({"Retry", "ChangeVisibility(0)", "Expire"})
+RELEASES = releasing_actions()
+#: The actions that only move the clock: they never change a status.
+_CLOCK = frozenset(op.tla for op in REGISTRY if op.moves_clock)
 
 
 # -- (a) the lifecycle, from the spec -----------------------------------------------------------
@@ -98,9 +114,9 @@ def action_name(label: str) -> str:
     sets a new deadline.
     """
     name, _, args = label.partition("(")
-    if name == "ChangeVisibility":
+    if name in SPLIT:
         t = int(args.rstrip(")").split(",")[1])
-        return "ChangeVisibility(0)" if t == 0 else "ChangeVisibility(t≠0)"
+        return SPLIT[name][0] if t == 0 else SPLIT[name][1]
     return name
 
 
@@ -132,8 +148,8 @@ def lifecycle_transitions(bounds: Bounds = LIFECYCLE_BOUNDS) -> dict[Transition,
     out: dict[Transition, set[int]] = defaultdict(set)
     for (s, _), label, (t, _) in graph.labelled_edges():
         before, after = _status(s, id), _status(t, id)
-        if label == "Tick":
-            assert before == after, f"Tick changed {id}'s status: {before} -> {after}"
+        if label in _CLOCK:
+            assert before == after, f"{label} changed {id}'s status: {before} -> {after}"
             continue
         out[Transition(before, action_name(label), after)].add(_attempt(s, id))
     return dict(out)
@@ -187,113 +203,6 @@ def render_lifecycle(edges: dict[Transition, set[int]], bounds: Bounds = LIFECYC
 
 
 # -- (b) the duplicate-delivery race, from TLC's counterexample -------------------------------
-
-
-@dataclass(frozen=True)
-class TraceStep:
-    """One state of a TLC trace: its number, the action that led to it, the variables."""
-
-    number: int
-    action: str
-    state: dict[str, Value]
-
-
-def _parse_state(text: str) -> dict[str, Value]:
-    """``tla.values.parse_state``, but a set of records (TLC prints ``finished`` as one) is read
-    as a tuple in printed order: ``tla.values`` cannot put its unhashable records in a set."""
-    out: dict[str, Value] = {}
-    for part in re.split(r"(?:^|\n)\s*/\\\s+", text.strip()):
-        if not part.strip():
-            continue
-        name, _, rest = part.partition("=")
-        try:
-            out.update(parse_state(f"/\\ {part}"))
-        except TypeError:
-            inner = rest.strip()
-            if not (inner.startswith("{") and inner.endswith("}")):
-                raise
-            out[name.strip()] = parse_value(f"<<{inner[1:-1]}>>")
-    return out
-
-
-_HEADER = re.compile(r"^State (\d+): <(\w+)[^>]*>\s*$")
-
-
-def parse_trace(text: str) -> list[TraceStep]:
-    """The states of a TLC counterexample as TLC prints it (``Result.trace()``).
-
-    ``Initial predicate`` is the action ``Initial``. Raises ``ValueError`` if there is no state.
-    """
-    steps: list[TraceStep] = []
-    header: tuple[int, str] | None = None
-    body: list[str] = []
-
-    def flush() -> None:
-        if header is not None:
-            steps.append(TraceStep(header[0], header[1], _parse_state("\n".join(body))))
-
-    for line in text.splitlines():
-        if m := _HEADER.match(line):
-            flush()
-            header, body = (int(m.group(1)), m.group(2)), []
-        elif header is not None and line.strip():
-            body.append(line)
-    flush()
-    if not steps:
-        raise ValueError("no 'State N: <Action ...>' lines: not a TLC trace")
-    return steps
-
-
-def _fn(v: Value) -> dict[Value, Value]:
-    """A TLA+ function; TLC prints the empty one as ``<< >>``."""
-    if isinstance(v, Function):
-        return v
-    if v == ():
-        return {}
-    raise ValueError(f"not a function: {v!r}")
-
-
-def _rec(v: Value) -> Record:
-    if not isinstance(v, Record):
-        raise ValueError(f"not a record: {v!r}")
-    return v
-
-
-def _receipt(v: Value) -> tuple[str, int] | None:
-    """``<<a, 1>>`` -> ``("a", 1)``; the model value ``NoReceipt`` -> ``None``."""
-    if isinstance(v, tuple) and len(v) == 2 and isinstance(v[1], int):
-        return str(v[0]), v[1]
-    return None
-
-
-def messages(state: dict[str, Value]) -> dict[str, Record]:
-    """``msgs`` of a queue state: id -> ``[status, attempt, deadline]``."""
-    return {str(i): _rec(m) for i, m in _fn(state["msgs"]).items()}
-
-
-def held(state: dict[str, Value]) -> dict[str, tuple[str, int] | None]:
-    """``held`` of a QueueConsumers state: consumer -> the receipt (id, attempt) it works on."""
-    return {str(c): _receipt(r) for c, r in _fn(state["held"]).items()}
-
-
-def finished(state: dict[str, Value]) -> list[tuple[str, tuple[str, int], bool]]:
-    """``finished`` of a QueueConsumers state: (consumer, receipt, what delete returned)."""
-    v = state["finished"]
-    if not isinstance(v, frozenset | tuple):
-        raise ValueError(f"finished is not a set: {v!r}")
-    out = []
-    for f in v:
-        r, receipt = _rec(f), _receipt(_rec(f)["receipt"])
-        if receipt is None or not isinstance(r["deleted"], bool):
-            raise ValueError(f"not a finished delivery: {f!r}")
-        out.append((str(r["consumer"]), receipt, r["deleted"]))
-    return sorted(out)
-
-
-def deadline(m: Record) -> int | None:
-    """A message's deadline; the model value ``None`` -> ``None``."""
-    d = m["deadline"]
-    return d if isinstance(d, int) else None
 
 
 def _live(state: dict[str, Value], r: tuple[str, int]) -> bool:

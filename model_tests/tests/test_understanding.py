@@ -21,6 +21,7 @@ from __future__ import annotations
 import itertools
 import threading
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -36,72 +37,21 @@ from model_tests.linearizability import (
     format_history,
 )
 from model_tests.mutants import ForgetfulSweeperQueue, SplitReceiveQueue
-from tools.diagrams import TRACE, TraceStep, deadline, finished, held, messages, parse_trace
+from model_tests.support import BOUND, ProbeClock
+from tla.counterexample import TraceStep, deadline, finished, held, messages, parse_trace
 
-#: A bound, in real seconds, on every wait for another thread: a bug fails, it does not hang.
-BOUND = 10.0
+#: The TLC counterexample to ExactlyOnce, as the diagram tool keeps it beside its picture.
+TRACE = Path(__file__).resolve().parents[2] / "docs" / "diagrams" / "exactly_once.trace"
 
 
 # -- test devices -------------------------------------------------------------------------------
-
-
-class ScriptedClock:
-    """A fake clock whose ``advance`` can wake nobody at all, for replaying TLC's trace.
-
-    ``impl.FakeClock`` wakes, on ``advance``, every wait whose deadline it reaches, as real time
-    does; that is ``wake=True`` here.
-
-    With ``wake=False`` an advance wakes nobody, not even the queue's sweeper thread: the test
-    itself plays the sweeper with ``q.sweep()``, exactly where TLC's trace has a ``Sweep`` step,
-    so a receipt is live until that line and stale after it. (The sweeper thread starts with the
-    first deadline; wait until it sleeps, ``wait_for_waiters(1)``, before moving the time.)
-    """
-
-    def __init__(self, *, wake: bool) -> None:
-        self._wake = wake
-        self._time = 0.0
-        self._lock = threading.Lock()
-        self._changed = threading.Condition(self._lock)
-        self._timed: dict[threading.Condition, int] = {}
-        self._count = 0
-
-    def now(self) -> float:
-        with self._lock:
-            return self._time
-
-    def advance(self, dt: float) -> None:
-        with self._lock:
-            self._time += dt
-            conds = list(self._timed) if self._wake else []
-        for cond in conds:
-            with cond:
-                cond.notify_all()
-
-    def wait(self, cond: threading.Condition, deadline: float | None) -> None:
-        # Registered under cond's lock, which the caller holds until cond.wait releases it: an
-        # advance cannot slip between the caller's check and its wait.
-        with self._lock:
-            if deadline is not None and self._time >= deadline:
-                return
-            if deadline is not None:
-                self._timed[cond] = self._timed.get(cond, 0) + 1
-            self._count += 1
-            self._changed.notify_all()
-        try:
-            cond.wait()
-        finally:
-            with self._lock:
-                if deadline is not None:
-                    self._timed[cond] -= 1
-                    if not self._timed[cond]:
-                        del self._timed[cond]
-                self._count -= 1
-                self._changed.notify_all()
-
-    def wait_for_waiters(self, n: int, timeout: float = BOUND) -> bool:
-        """Block until at least ``n`` threads wait on this clock; ``False`` after ``timeout``."""
-        with self._changed:
-            return self._changed.wait_for(lambda: self._count >= n, timeout)
+#
+# For replaying TLC's trace the test plays the sweeper: ``ProbeClock.advance(dt, wake=False)``
+# wakes nobody, not even the queue's sweeper thread, and the test calls ``q.sweep()`` exactly
+# where the trace has a ``Sweep`` step, so a receipt is live until that line and stale after it.
+# (The sweeper thread starts with the first deadline; wait until it sleeps,
+# ``wait_for_waiters(1)``, before moving the time.) ``impl.FakeClock``'s ``advance`` wakes every
+# wait whose deadline it reaches, as real time does.
 
 
 def in_flight(q: Queue[Any]) -> dict[str, int]:
@@ -130,14 +80,14 @@ def test_q1_duplicate_race_step_by_step() -> None:
     # The TLC counterexample to ExactlyOnce (tla/ExactlyOnce.cfg; the trace is
     # docs/diagrams/exactly_once.trace, drawn in docs/diagrams/duplicate_race.mmd), one impl call
     # per TLC step. The test plays the sweeper, so expiry happens exactly at the q.sweep() line.
-    clock = ScriptedClock(wake=False)
+    clock = ProbeClock()
     with Queue[str](capacity=1, visibility_timeout=1.0, clock=clock) as q:
         q.send("a", id="a")  # State 2, Produce: a is VISIBLE, attempt 0
         a = q.receive(block=False)  # State 3, Consume(c1): A holds receipt (a, 1), deadline 1
         assert (a.id, a.attempt, a.receipt) == ("a", 1, q.receipt("a", 1))
         assert clock.wait_for_waiters(1)  # the queue's sweeper thread sleeps for good now
 
-        clock.advance(1.0)  # State 4, Clock: now = 1, A's deadline has passed ...
+        clock.advance(1.0, wake=False)  # State 4, Clock: now = 1, A's deadline has passed ...
         assert in_flight(q) == {"a": 1}  # ... but nothing happens until the sweeper runs
 
         # State 5, Sweep. THIS is the line at which A's receipt becomes stale: expiry *releases*
@@ -167,12 +117,12 @@ def test_q1_duplicate_race_step_by_step() -> None:
 def test_q1_a_delete_after_the_deadline_but_before_the_sweep_still_wins() -> None:
     # The other order the contract allows: a passed deadline changes nothing by itself, so a
     # late delete that lands before the sweep wins, and the sweep then has nothing to release.
-    clock = ScriptedClock(wake=False)
+    clock = ProbeClock()
     with Queue[str](visibility_timeout=1.0, clock=clock) as q:
         q.send("a", id="a")
         a = q.receive(block=False)
         assert clock.wait_for_waiters(1)  # the sweeper thread sleeps: only q.sweep() expires
-        clock.advance(5.0)
+        clock.advance(5.0, wake=False)
         assert q.delete(a.receipt) is True
         q.sweep()
         assert q.stats().done == 1 and visible(q) == [] and in_flight(q) == {}
@@ -239,7 +189,7 @@ def test_q1_replays_the_tlc_counterexample_state_by_state() -> None:
     actions = [s.action for s in steps]
     assert actions == ["Initial", "Produce", "Consume", "Clock", "Sweep", "Consume", "Finish",
                        "Finish"]  # fmt: skip
-    clock = ScriptedClock(wake=False)  # the test plays the sweeper: Sweep steps are q.sweep()
+    clock = ProbeClock()  # the test plays the sweeper: Sweep steps are q.sweep()
     receipts: dict[str, Receipt] = {}
     finishes: list[tuple[str, bool]] = []
     with Queue[str](capacity=1, visibility_timeout=None, clock=clock) as q:
@@ -262,7 +212,7 @@ def test_q1_replays_the_tlc_counterexample_state_by_state() -> None:
                 if d is not None:  # the sweeper thread has started: let it fall asleep
                     assert clock.wait_for_waiters(1)
             elif step.action == "Clock":
-                clock.advance(now_b - now_a)
+                clock.advance(now_b - now_a, wake=False)
             elif step.action == "Sweep":
                 q.sweep()
             elif step.action == "Finish":
@@ -420,9 +370,11 @@ def _release_by(how: str, q: Queue[str], clock: FakeClock, m: Message[str]) -> N
 
 @pytest.mark.parametrize("how", ["expire", "retry", "change_visibility(0)"])
 def test_q4_dead_lettering_happens_in_release_and_attempt_is_the_count(how: str) -> None:
-    # The policy lives in ONE place: *release* (spec/transitions.py: release and
-    # dead_letters_on_release; impl/queue.py: Queue._release; tla/Queue.tla: Release and Dies),
-    # which expiry, retry and change_visibility(0) all go through. The count is the message's
+    # The policy lives in ONE place per layer: *release* (spec/transitions.py: release and
+    # dead_letters_on_release; impl/queue.py: Queue._release; tla/Queue.tla: Release and Dies).
+    # Retry and change_visibility(0) release their one message; expiry releases each due message
+    # with the same release rule (in TLA+, Expire is a fold of Release over the due messages, in
+    # expiry order, as Retry is Release of one). The count is the message's
     # own `attempt`, kept in its record across releases (not in a consumer, not in a receipt,
     # which only carries a copy to name one delivery).
     clock = FakeClock()
