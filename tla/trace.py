@@ -13,7 +13,8 @@ linearization order). A step is ``(action, args, result, now)``:
   ``("cancel", (id,), ok, now)``
   ``("expire", (), id, now)``                                one per message a sweep released
 
-:func:`to_events` turns them into the events of ``tla/TraceQueue.tla``: times become integers
+:func:`to_events` turns them into the events of ``tla/TraceQueue.tla`` (one kind per operation
+of the registry that ``impl.Queue`` records, :func:`event_ops`): times become integers
 counted from the clock's start (so advance a ``FakeClock`` by whole numbers), the releases of
 one sweep become one ``expire`` event, and the time of a receive or change_visibility is the one
 its deadline was computed from (the clock may move between that reading and the step's own
@@ -32,10 +33,12 @@ from __future__ import annotations
 import re
 import shutil
 import tempfile
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Final
 
+from spec.operations import REGISTRY, Kind, Registry
 from tla.models import TLA_DIR
 from tla.tlc import Result, run_tlc
 
@@ -73,47 +76,78 @@ def _int(x: object, what: str) -> int:
     return int(x)
 
 
-def _event(k: int, step: Step, start: float) -> Event:
-    """The event of one recorded step (an ``expire`` step still carries a single id)."""
+def event_ops(registry: Registry = REGISTRY) -> tuple[str, ...]:
+    """The ``op`` of ``TraceQueue.tla``'s events: the operations ``impl.Queue`` records, i.e.
+    those with an ``impl.Queue`` method (the clock's moves are ``Tick`` steps, not events)."""
+    return tuple(op.name for op in registry if op.impl is not None)
+
+
+Builder = Callable[[str, Step, int, float], Event]
+
+
+def _send(where: str, step: Step, t: int, start: float) -> Event:
+    # Only accepted sends are recorded, so the event has no result.
+    return {"op": "send", "id": str(step[1][0]), "now": t}
+
+
+def _receive(where: str, step: Step, t: int, start: float) -> Event:
+    _, args, result, _ = step
+    vt = None if args[0] is None else _int(args[0], where)
+    if not isinstance(result, tuple) or len(result) != 3:
+        raise TraceError(f"{where}: expected (id, attempt, deadline), got {result!r}")
+    id, attempt, deadline = result
+    if vt is not None:  # the time the deadline was computed from
+        t = _time(deadline, start, where) - vt
+    return {"op": "receive", "id": str(id), "attempt": _int(attempt, where), "vt": vt, "now": t}
+
+
+def _change_visibility(where: str, step: Step, t: int, start: float) -> Event:
+    action, args, result, _ = step
+    timeout = _int(args[2], where)
+    ok = result is not False
+    if ok and result is not None:  # the time the new deadline was computed from
+        t = _time(result, start, where) - timeout
+    return {
+        "op": action,
+        "id": str(args[0]),
+        "attempt": _int(args[1], where),
+        "t": timeout,
+        "ok": ok,
+        "now": t,
+    }
+
+
+def _expire(where: str, step: Step, t: int, start: float) -> Event:
+    return {"op": "expire", "released": (str(step[2]),), "now": t}
+
+
+#: The events whose fields are not the generic ones (see :func:`_event`).
+_BUILDERS: Final[Mapping[str, Builder]] = {
+    "send": _send,
+    "receive": _receive,
+    "change_visibility": _change_visibility,
+    "expire": _expire,
+}
+
+
+def _event(k: int, step: Step, start: float, registry: Registry = REGISTRY) -> Event:
+    """The event of one recorded step (an ``expire`` step still carries a single id).
+
+    An operation without a builder of its own gives the generic event: its model arguments by
+    name (an id as text, an attempt as a whole number), ``ok`` (what it returned) and ``now``.
+    """
     action, args, result, now = step
     where = f"step {k} ({action})"
     t = _time(now, start, where)
-    if action == "send":
-        return {"op": "send", "id": str(args[0]), "now": t}
-    if action == "receive":
-        vt = None if args[0] is None else _int(args[0], where)
-        if not isinstance(result, tuple) or len(result) != 3:
-            raise TraceError(f"{where}: expected (id, attempt, deadline), got {result!r}")
-        id, attempt, deadline = result
-        if vt is not None:
-            t = _time(deadline, start, where) - vt
-        return {"op": "receive", "id": str(id), "attempt": _int(attempt, where), "vt": vt, "now": t}
-    if action in ("delete", "retry"):
-        return {
-            "op": action,
-            "id": str(args[0]),
-            "attempt": _int(args[1], where),
-            "ok": bool(result),
-            "now": t,
-        }
-    if action == "change_visibility":
-        timeout = _int(args[2], where)
-        ok = result is not False
-        if ok and result is not None:
-            t = _time(result, start, where) - timeout
-        return {
-            "op": action,
-            "id": str(args[0]),
-            "attempt": _int(args[1], where),
-            "t": timeout,
-            "ok": ok,
-            "now": t,
-        }
-    if action == "cancel":
-        return {"op": "cancel", "id": str(args[0]), "ok": bool(result), "now": t}
-    if action == "expire":
-        return {"op": "expire", "released": (str(result),), "now": t}
-    raise TraceError(f"{where}: unknown action {action!r}")
+    if action not in event_ops(registry):
+        raise TraceError(f"{where}: unknown action {action!r}")
+    if action in _BUILDERS:
+        return _BUILDERS[action](where, step, t, start)
+    op = registry[action]
+    event: Event = {"op": action}
+    for arg, value in zip(op.args, args, strict=True):
+        event[arg.name] = _int(value, where) if arg.kind is Kind.ATTEMPT else str(value)
+    return event | {"ok": bool(result), "now": t}
 
 
 def to_events(steps: Iterable[Step], start: float = 0.0) -> list[Event]:
