@@ -5,6 +5,11 @@ contract (section 2) is one critical section that does exactly what ``spec.trans
 the pure state, then notifies every condition whose waiters it may have enabled. Time comes only
 from the injected clock; expiry is applied by :meth:`Queue.sweep`, which a lazily started sweeper
 thread runs whenever the earliest deadline comes due. Nothing here sleeps or polls.
+
+As in ``queue.Queue`` (whose ``_put``/``_get``/``_qsize`` a subclass may override), each public
+method does the checking, locking, waiting, tracing and self-checking, and calls small steps for
+the state change; those steps are the documented seam for subclasses (``Queue``'s docstring,
+"Hooks for subclasses"). The mutant catalogue (``model_tests/mutants.py``) overrides them.
 """
 
 from __future__ import annotations
@@ -53,10 +58,18 @@ TraceStep = tuple[str, tuple[object, ...], object, float]
 _Entry = tuple[float, int, str, int]
 
 
-class _Record(Generic[T]):
-    """The mutable record of one active (or dead) message; only touched under the queue's lock."""
+class Record(Generic[T]):
+    """The mutable record of one message; only touched under the queue's lock.
 
-    __slots__ = ("attempt", "body", "deadline", "id", "seq")
+    Public so that a subclass overriding a hook (see :class:`Queue`) can name its type; not
+    something a caller of the queue ever sees (it gets :class:`Message` and snapshots).
+    """
+
+    __slots__ = ("attempt", "body", "deadline", "id", "receipt", "seq")
+
+    #: The receipt of the current (or last) delivery, made by ``Queue._receipt`` when it is
+    #: delivered: while in flight, the live receipt. Unset before the first delivery.
+    receipt: Receipt
 
     def __init__(self, id: str, body: T) -> None:
         self.id = id
@@ -89,8 +102,9 @@ class Queue(Generic[T]):
     - ``_accepted``: every id ever accepted. ``OneState``: it is the disjoint union of the five
       groups above; ``IdsReserved``: ids are only ever added to it.
     - ``CapacityBound``: ``len(_visible) + len(_in_flight) <= capacity``.
-    - ``OneLiveReceipt``: the live receipt of a message is ``(token, id, attempt)`` of its
-      in-flight record, so there is at most one and it carries the current attempt.
+    - ``OneLiveReceipt``: the live receipt of a message is its in-flight record's ``receipt``,
+      ``(token, id, attempt)``, made when it was delivered; so there is at most one, and it
+      carries the current attempt.
     - A record has a ``deadline`` iff it is in flight with a finite visibility timeout, and then
       ``_expiry`` holds the entry ``(deadline, seq, id, attempt)``. ``_expiry`` is a heap that
       may also hold stale entries (deleted, released or re-armed deliveries); an entry counts
@@ -105,6 +119,28 @@ class Queue(Generic[T]):
     Threads: the first finite deadline starts one daemon sweeper thread; a queue whose
     deliveries never expire never starts one. The sweeper keeps the queue alive, so close the
     queue (or use ``with``) when done with it; ``close()`` joins the thread.
+
+    Hooks for subclasses: each public method checks its arguments, takes ``mutex``, waits if it
+    must, calls the steps below for the state change, records the trace and runs ``_check``.
+    The steps are the seam to override (as ``queue.Queue``'s ``_put`` and ``_get`` are); each is
+    called with ``mutex`` held, must not release it (except to wait on a condition through
+    ``_wait``), and is documented with its contract. A step that makes something available
+    wakes its waiters itself, through ``_notify``, except ``_release``, whose callers do.
+
+    - ``_wait_for_visible(block, wait)``: receive's wait, until something is visible.
+    - ``_deliver(vt)``: receive's step: the head becomes in flight, attempt + 1, deadline.
+    - ``_receipt(rec)``: make the receipt of ``rec``'s delivery, which becomes the live one.
+    - ``_live(receipt)``: the in-flight record ``receipt`` names, if it is live.
+    - ``_delete(receipt)``, ``_retry(receipt)``: the steps of delete and retry.
+    - ``_extend(rec, t)``: change_visibility's step for ``t > 0``: deadline now + ``t``, armed.
+    - ``_remove(id)``: cancel's step: take an active message out of visible or in flight.
+    - ``_release(rec)``: dead-letter (if ``_dies(rec)``) or append to the visible tail.
+    - ``_dies(rec)``: the dead-letter policy, asked at each release.
+    - ``_arm(rec)``: put a deadline where the sweeper looks, and wake or start the sweeper.
+    - ``_expire(now)``: the sweep, a fold of ``_expire_one(rec, now)`` over what is due.
+    - ``_next_deadline()``: the deadline the sweeper sleeps until next.
+    - ``_has_room()``: ``CapacityBound``'s test, for send.
+    - ``_notify(cond)`` and ``_wait(cond, deadline)``: every wakeup and every wait.
     """
 
     def __init__(
@@ -148,9 +184,9 @@ class Queue(Generic[T]):
         # the notify (see _notify).
         self._waiting = {self.not_empty: 0, self.not_full: 0, self.new_deadline: 0}
 
-        self._visible: OrderedDict[str, _Record[T]] = OrderedDict()
-        self._in_flight: dict[str, _Record[T]] = {}
-        self._dead: list[_Record[T]] = []
+        self._visible: OrderedDict[str, Record[T]] = OrderedDict()
+        self._in_flight: dict[str, Record[T]] = {}
+        self._dead: list[Record[T]] = []
         self._done: set[str] = set()
         self._cancelled: set[str] = set()
         self._accepted: set[str] = set()
@@ -232,7 +268,7 @@ class Queue(Generic[T]):
             if id is None:
                 id = self._fresh_id()
             self._accepted.add(id)
-            self._visible[id] = _Record(id, body)
+            self._visible[id] = Record(id, body)
             if self._trace is not None:
                 self._record("send", (id,), True)
             self._notify(self.not_empty)
@@ -264,27 +300,16 @@ class Queue(Generic[T]):
         else:
             vt = check_optional_time("visibility_timeout", visibility_timeout)
         with self.mutex:
-            endtime = None if wait is None else self._clock.now() + wait
-            while not self._visible:
-                if self._shutdown:
-                    raise ShutDown("receive on a shut-down queue with nothing visible")
-                if not block:
-                    raise Empty("no message is visible")
-                if endtime is not None and self._clock.now() >= endtime:
-                    raise Empty(f"no message became visible within {wait} seconds")
-                self._wait(self.not_empty, endtime)
-            _, rec = self._visible.popitem(last=False)
-            rec.attempt += 1
-            self._receives += 1
-            rec.seq = self._receives
-            rec.deadline = None if vt is None else self._clock.now() + vt
-            self._in_flight[rec.id] = rec
+            if not self._visible:
+                self._wait_for_visible(block, wait)
+            rec = self._deliver(vt)
+            receipt = rec.receipt = self._receipt(rec)
             if rec.deadline is not None:
                 self._arm(rec)
             if self._trace is not None:
                 self._record("receive", (vt,), (rec.id, rec.attempt, rec.deadline))
             self._check()
-            return Message(rec.id, rec.body, rec.attempt, self._receipt(rec))
+            return Message(rec.id, rec.body, rec.attempt, receipt)
 
     def delete(self, receipt: Receipt) -> bool:
         """Acknowledge a delivery: if ``receipt`` is live the message is done and ``True``.
@@ -295,15 +320,11 @@ class Queue(Generic[T]):
         """
         self._check_receipt(receipt)
         with self.mutex:
-            rec = self._live(receipt)
+            rec = self._delete(receipt)
             if self._trace is not None:
                 self._record("delete", (receipt.id, receipt.attempt), rec is not None)
             if rec is None:
                 return False
-            del self._in_flight[rec.id]
-            rec.deadline = None
-            self._done.add(rec.id)
-            self._notify(self.not_full)
             self._check()
             return True
 
@@ -314,12 +335,11 @@ class Queue(Generic[T]):
         """
         self._check_receipt(receipt)
         with self.mutex:
-            rec = self._live(receipt)
+            rec = self._retry(receipt)
             if self._trace is not None:
                 self._record("retry", (receipt.id, receipt.attempt), rec is not None)
             if rec is None:
                 return False
-            self._release(rec)
             self._check()
             return True
 
@@ -340,10 +360,9 @@ class Queue(Generic[T]):
                     self._record("change_visibility", (receipt.id, receipt.attempt, t), False)
                 return False
             if t == 0:
-                self._release(rec)
+                self._notify(self._release(rec))
             else:
-                rec.deadline = self._clock.now() + t
-                self._arm(rec)
+                self._extend(rec, t)
             if self._trace is not None:
                 self._record("change_visibility", (rec.id, rec.attempt, t), rec.deadline)
             self._check()
@@ -357,16 +376,11 @@ class Queue(Generic[T]):
         """
         check_id("id", id)
         with self.mutex:
-            rec = self._visible.pop(id, None)
-            if rec is None:
-                rec = self._in_flight.pop(id, None)
-                if rec is None:
-                    if self._trace is not None:
-                        self._record("cancel", (id,), False)
-                    return False
-                rec.deadline = None
+            rec = self._remove(id)
             if self._trace is not None:
-                self._record("cancel", (id,), True)
+                self._record("cancel", (id,), rec is not None)
+            if rec is None:
+                return False
             self._cancelled.add(id)
             self._notify(self.not_full)
             self._check()
@@ -413,7 +427,7 @@ class Queue(Generic[T]):
     def dead_letters(self) -> list[Message[T]]:
         """The dead-lettered messages, in the order they died, each with its last attempt."""
         with self.mutex:
-            return [Message(r.id, r.body, r.attempt, self._receipt(r)) for r in self._dead]
+            return [Message(r.id, r.body, r.attempt, r.receipt) for r in self._dead]
 
     def stats(self) -> Stats:
         """How many messages are visible, in flight, done, cancelled and dead, atomically."""
@@ -486,72 +500,126 @@ class Queue(Generic[T]):
             f" max_receives={self._max_receives!r}, clock={self._clock!r})"
         )
 
-    # -- internals: every method below is called with mutex held -----------------------------
+    # -- hooks for subclasses: the steps of the transitions, each called with mutex held -----
 
-    def _wait(self, cond: threading.Condition, deadline: float | None) -> None:
-        """Wait on ``cond`` through the clock, counted in ``_waiting`` while waiting."""
-        self._waiting[cond] += 1
-        try:
-            self._clock.wait(cond, deadline)
-        finally:
-            self._waiting[cond] -= 1
+    def _wait_for_visible(self, block: bool, wait: float | None) -> None:
+        """Receive's wait: return once a message is visible, or raise.
 
-    def _notify(self, cond: threading.Condition) -> None:
-        # Condition.notify costs about 0.3 µs even with no waiter (it tests that the caller
-        # owns the lock by trying to take it); most transitions have no one to wake.
-        if self._waiting[cond]:
-            cond.notify()
+        Called when nothing is visible. Raises :class:`ShutDown` after ``shutdown()``,
+        :class:`Empty` at once if not ``block`` or once ``wait`` seconds (``None``: no limit)
+        have passed with nothing visible; otherwise waits on ``not_empty``.
+        """
+        endtime = None if wait is None else self._clock.now() + wait
+        while not self._visible:
+            if self._shutdown:
+                raise ShutDown("receive on a shut-down queue with nothing visible")
+            if not block:
+                raise Empty("no message is visible")
+            if endtime is not None and self._clock.now() >= endtime:
+                raise Empty(f"no message became visible within {wait} seconds")
+            self._wait(self.not_empty, endtime)
 
-    def _has_room(self) -> bool:
-        return self._capacity is None or len(self._visible) + len(self._in_flight) < self._capacity
+    def _deliver(self, vt: float | None) -> Record[T]:
+        """Receive's step (its linearization point): deliver the head of the visible FIFO.
 
-    def _fresh_id(self) -> str:
-        # A counter, not uuid4: uuid4 took ~5 µs here, a third of a send + receive + delete
-        # cycle (a UUID object built in Python, and a getrandom call that releases the GIL
-        # inside this critical section, so other threads pile up on mutex). Ids need only be
-        # unique within this queue; the loop skips any id that a caller chose first.
-        while True:
-            id = f"msg-{next(self._ids)}"
-            if id not in self._accepted:
-                return id
-
-    def _receipt(self, rec: _Record[T]) -> Receipt:
-        return Receipt(self._token, rec.id, rec.attempt)
-
-    def _check_receipt(self, receipt: object) -> None:
-        if not isinstance(receipt, Receipt):
-            raise TypeError(f"receipt must be a Receipt, got {type(receipt).__name__}")
-
-    def _live(self, receipt: Receipt) -> _Record[T] | None:
-        """The in-flight record that ``receipt`` names, if the receipt is live."""
-        if receipt.queue != self._token:
-            return None
-        rec = self._in_flight.get(receipt.id)
-        if rec is None or rec.attempt != receipt.attempt:
-            return None
+        Called with something visible. The head leaves ``_visible`` and becomes in flight with
+        ``attempt + 1``, the next receive sequence number, and deadline now + ``vt`` (``None``:
+        never expires); returns its record. The caller arms the deadline (``_arm``) and makes
+        the receipt (``_receipt``).
+        """
+        _, rec = self._visible.popitem(last=False)
+        rec.attempt += 1
+        self._receives += 1
+        rec.seq = self._receives
+        rec.deadline = None if vt is None else self._clock.now() + vt
+        self._in_flight[rec.id] = rec
         return rec
 
-    def _release(self, rec: _Record[T]) -> None:
-        """Take back an in-flight message: dead-letter it, or append it to the visible tail."""
+    def _receipt(self, rec: Record[T]) -> Receipt:
+        """Make the receipt of ``rec``'s current delivery: ``(this queue, id, attempt)``.
+
+        Called once per delivery; ``receive`` keeps it on the record (``rec.receipt``), and
+        :meth:`_live` accepts a receipt exactly when it equals that one (``OneLiveReceipt``).
+        """
+        return Receipt(self._token, rec.id, rec.attempt)
+
+    def _live(self, receipt: Receipt) -> Record[T] | None:
+        """The in-flight record whose live receipt is ``receipt`` (queue, id and attempt), or
+        ``None``: the guard of delete, retry and change_visibility."""
+        rec = self._in_flight.get(receipt.id)
+        if rec is None:
+            return None
+        live = rec.receipt
+        if live is receipt or (live.attempt == receipt.attempt and live.queue == receipt.queue):
+            return rec
+        return None
+
+    def _delete(self, receipt: Receipt) -> Record[T] | None:
+        """Delete's step: if ``receipt`` is live, its message is done (one slot freed, one
+        sender woken) and its record returned; otherwise ``None`` and nothing changes."""
+        rec = self._live(receipt)
+        if rec is not None:
+            del self._in_flight[rec.id]
+            rec.deadline = None
+            self._done.add(rec.id)
+            self._notify(self.not_full)
+        return rec
+
+    def _retry(self, receipt: Receipt) -> Record[T] | None:
+        """Retry's step: if ``receipt`` is live, release its message (``_release``), wake whom
+        that enables, and return its record; otherwise ``None`` and nothing changes."""
+        rec = self._live(receipt)
+        if rec is not None:
+            self._notify(self._release(rec))
+        return rec
+
+    def _extend(self, rec: Record[T], t: float) -> None:
+        """Change_visibility's step for ``t > 0``: the live delivery ``rec``'s deadline becomes
+        now + ``t`` (from now, not added to the old one), armed for the sweeper."""
+        rec.deadline = self._clock.now() + t
+        self._arm(rec)
+
+    def _remove(self, id: str) -> Record[T] | None:
+        """Cancel's step, up to the bookkeeping: take the active message ``id`` out of the
+        visible FIFO (the others keep their order) or out of flight (its receipt dies, its
+        deadline is dropped); its record, or ``None`` (and no change) if ``id`` is not active."""
+        rec = self._visible.pop(id, None)
+        if rec is None:
+            rec = self._in_flight.pop(id, None)
+            if rec is not None:
+                rec.deadline = None
+        return rec
+
+    def _release(self, rec: Record[T]) -> threading.Condition:
+        """Take back an in-flight message: dead-letter it, or append it to the visible tail.
+
+        The step that retry, change_visibility(0) and expiry share. It keeps the attempt, and
+        returns the condition whose waiters the release may enable (``not_full`` for a slot
+        freed by dead-lettering, ``not_empty`` for a message made visible); each caller passes
+        it to ``_notify``, so the wakeups of each path are written where it releases.
+        """
         assert self._in_flight.get(rec.id) is rec, f"release of {rec.id!r}: not in flight"
         del self._in_flight[rec.id]
         rec.deadline = None
-        if self._max_receives is not None and rec.attempt >= self._max_receives:
+        if self._dies(rec):
             self._dead.append(rec)
-            self._notify(self.not_full)
-        else:
-            self._visible[rec.id] = rec
-            self._notify(self.not_empty)
+            return self.not_full
+        self._visible[rec.id] = rec
+        return self.not_empty
 
-    def _record(
-        self, action: str, args: tuple[object, ...], result: object, now: float | None = None
-    ) -> None:
-        """Pass one transition to the trace sink (called only while recording)."""
-        assert self._trace is not None
-        self._trace((action, args, result, self._clock.now() if now is None else now))
+    def _dies(self, rec: Record[T]) -> bool:
+        """The dead-letter policy: a release of ``rec`` dead-letters it, because it has had
+        ``max_receives`` deliveries (``spec.dead_letters_on_release``, TLA+ ``Dies``)."""
+        return self._max_receives is not None and rec.attempt >= self._max_receives
 
-    def _arm(self, rec: _Record[T]) -> None:
-        """Record ``rec``'s deadline for expiry, and make sure a sweeper will act on it."""
+    def _arm(self, rec: Record[T]) -> None:
+        """Record ``rec``'s deadline for expiry, and make sure a sweeper will act on it.
+
+        Called after ``rec``'s deadline is set (not ``None``) while it is in flight. Pushes the
+        heap entry (rebuilding the heap when stale entries outnumber live ones), then starts the
+        sweeper thread if there is none, or wakes it if this deadline is earlier than the one
+        it sleeps until. After ``close()`` no thread is started or woken.
+        """
         assert rec.deadline is not None and self._in_flight.get(rec.id) is rec
         heapq.heappush(self._expiry, (rec.deadline, rec.seq, rec.id, rec.attempt))
         if len(self._expiry) > 2 * len(self._in_flight) + 16:
@@ -566,6 +634,70 @@ class Queue(Generic[T]):
         elif self._sweeper_target is None or rec.deadline < self._sweeper_target:
             self._notify(self.new_deadline)
 
+    def _expire(self, now: float) -> None:
+        """The sweep: ``_expire_one`` for every in-flight delivery with deadline <= now, by
+        (deadline, receive order), dropping the stale heap entries met on the way."""
+        while self._expiry and self._expiry[0][0] <= now:
+            rec = self._current(heapq.heappop(self._expiry))
+            if rec is not None:
+                self._expire_one(rec, now)
+
+    def _expire_one(self, rec: Record[T], now: float) -> None:
+        """Expiry's step for one delivery whose deadline passed: release it (``_release``) and
+        wake whom that enables, then trace it at the sweep's time ``now``."""
+        self._notify(self._release(rec))
+        if self._trace is not None:
+            self._record("expire", (), rec.id, now)
+
+    def _next_deadline(self) -> float | None:
+        """The deadline the sweeper sleeps until next: the earliest armed one, dropping stale
+        entries from the top of the heap; ``None`` (nothing armed): until notified."""
+        while self._expiry and self._current(self._expiry[0]) is None:
+            heapq.heappop(self._expiry)
+        return self._expiry[0][0] if self._expiry else None
+
+    def _has_room(self) -> bool:
+        """Whether a send may be accepted now: active (visible + in flight) < capacity."""
+        return self._capacity is None or len(self._visible) + len(self._in_flight) < self._capacity
+
+    def _notify(self, cond: threading.Condition) -> None:
+        """Wake one waiter of ``cond``, if any: every wakeup of a transition comes through here."""
+        # Condition.notify costs about 0.3 µs even with no waiter (it tests that the caller
+        # owns the lock by trying to take it); most transitions have no one to wake.
+        if self._waiting[cond]:
+            cond.notify()
+
+    def _wait(self, cond: threading.Condition, deadline: float | None) -> None:
+        """Wait on ``cond`` through the clock, counted in ``_waiting`` while waiting."""
+        self._waiting[cond] += 1
+        try:
+            self._clock.wait(cond, deadline)
+        finally:
+            self._waiting[cond] -= 1
+
+    # -- internals: every method below is called with mutex held -----------------------------
+
+    def _fresh_id(self) -> str:
+        # A counter, not uuid4: uuid4 took ~5 µs here, a third of a send + receive + delete
+        # cycle (a UUID object built in Python, and a getrandom call that releases the GIL
+        # inside this critical section, so other threads pile up on mutex). Ids need only be
+        # unique within this queue; the loop skips any id that a caller chose first.
+        while True:
+            id = f"msg-{next(self._ids)}"
+            if id not in self._accepted:
+                return id
+
+    def _check_receipt(self, receipt: object) -> None:
+        if not isinstance(receipt, Receipt):
+            raise TypeError(f"receipt must be a Receipt, got {type(receipt).__name__}")
+
+    def _record(
+        self, action: str, args: tuple[object, ...], result: object, now: float | None = None
+    ) -> None:
+        """Pass one transition to the trace sink (called only while recording)."""
+        assert self._trace is not None
+        self._trace((action, args, result, self._clock.now() if now is None else now))
+
     def _compact(self) -> None:
         # Stale entries outnumber live ones: rebuild from the in-flight records. This happens at
         # most once per len(_in_flight) + 16 arms, so its cost is O(1) per arm, amortized.
@@ -576,28 +708,13 @@ class Queue(Generic[T]):
         ]
         heapq.heapify(self._expiry)
 
-    def _current(self, entry: _Entry) -> _Record[T] | None:
+    def _current(self, entry: _Entry) -> Record[T] | None:
         """The in-flight record that ``entry`` still stands for, or ``None`` if it is stale."""
         deadline, seq, id, attempt = entry
         rec = self._in_flight.get(id)
         if rec is None or rec.seq != seq or rec.attempt != attempt or rec.deadline != deadline:
             return None
         return rec
-
-    def _expire(self, now: float) -> None:
-        """Release every in-flight message with deadline <= now, by (deadline, receive order)."""
-        while self._expiry and self._expiry[0][0] <= now:
-            rec = self._current(heapq.heappop(self._expiry))
-            if rec is not None:
-                self._release(rec)
-                if self._trace is not None:
-                    self._record("expire", (), rec.id, now)
-
-    def _next_deadline(self) -> float | None:
-        """The earliest armed deadline, dropping stale entries from the top of the heap."""
-        while self._expiry and self._current(self._expiry[0]) is None:
-            heapq.heappop(self._expiry)
-        return self._expiry[0][0] if self._expiry else None
 
     def _run_sweeper(self) -> None:
         """The sweeper thread: expire what is due, then wait for the next deadline or a notify."""

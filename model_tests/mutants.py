@@ -1,8 +1,10 @@
 """The mutant catalogue: every pitfall of the first seed and the classic bugs, as broken queues.
 
-Each mutant is a subclass of ``impl.Queue`` that overrides one method (or one private helper)
-with a copy of the real code that has exactly one bug in it, named and explained in its
-docstring: what the bug is, why it is wrong, and which of the project's checks catch it.
+Each mutant is a subclass of ``impl.Queue`` that overrides one of its hooks (the small steps its
+transitions are built from: see "Hooks for subclasses" in ``impl.Queue``'s docstring) with a
+few lines that have exactly one bug in them, named and explained in its docstring: what the bug
+is, why it is wrong, and which of the project's checks catch it. A mutant imports no private
+name of ``impl.queue``; when the real step changes, the mutant changes with it.
 ``model_tests/tests/test_mutants.py`` runs those checks on every mutant and asserts that they fail,
 with the failure they should give, and that the same checks pass on ``impl.Queue``. So the
 catalogue is teaching material (read a mutant beside the method it breaks) and the proof that
@@ -11,9 +13,10 @@ the checks have teeth.
 Every mutant takes the constructor arguments of ``impl.Queue`` (``capacity``,
 ``visibility_timeout``, ``max_receives``, ``clock``), so any test that can build a queue can
 build a mutant instead: ``MUTANTS`` maps each name to its class. Mutants touch the queue's
-private state exactly as ``impl.Queue``'s own methods do, under ``self.mutex``; they are
-deliberately broken, but never in more than the one way they are named after. (They do not
-call ``Queue.record_trace``'s sink: trace validation is not among the checks run on them.)
+private state exactly as ``impl.Queue``'s own hooks do, under ``self.mutex``; they are
+deliberately broken, but never in more than the one way they are named after. (A hook they
+replace whole does not call ``Queue.record_trace``'s sink: trace validation is not among the
+checks run on them.)
 
 Seed pitfalls (``../shared/seeds/000_*.txt``) and the mutants that commit them:
 
@@ -36,51 +39,19 @@ refutes it.)
 
 from __future__ import annotations
 
-import heapq
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
-from typing import Any, Final, Literal, TypeVar
+from typing import Any, Final, TypeVar
 
 from impl.clock import Clock
-from impl.errors import Empty, ShutDown
-from impl.message import Message, Receipt
-from impl.queue import _QUEUE_DEFAULT, Queue, _Default, _Record
-from impl.validate import check_bool, check_id, check_optional_time, check_time
+from impl.message import Receipt
+from impl.queue import Queue, Record
 
 T = TypeVar("T")
-
-#: The type of ``receive``'s ``visibility_timeout`` argument, as in ``impl.Queue.receive``.
-VisibilityArg = float | Literal[_Default.QUEUE_DEFAULT] | None
 
 
 def _nothing() -> None:
     """The default hook of :class:`SplitReceiveQueue`: no other consumer runs in the window."""
-
-
-class _ReceiveParts(Queue[T]):
-    """Not a mutant: the pieces of ``impl.Queue.receive`` that the receive mutants reuse as is."""
-
-    def _receive_args(
-        self, block: bool, timeout: float | None, visibility_timeout: VisibilityArg
-    ) -> tuple[float | None, float | None]:
-        """The checked ``(timeout, visibility timeout)`` of a receive, as the real one checks."""
-        check_bool("block", block)
-        wait = check_optional_time("timeout", timeout)
-        if visibility_timeout is _QUEUE_DEFAULT:
-            return wait, self.visibility_timeout
-        return wait, check_optional_time("visibility_timeout", visibility_timeout)
-
-    def _wait_for_visible(self, block: bool, wait: float | None) -> None:
-        """With ``mutex`` held: the real receive's wait loop, up to "something is visible"."""
-        endtime = None if wait is None else self.clock.now() + wait
-        while not self._visible:
-            if self._shutdown:
-                raise ShutDown("receive on a shut-down queue with nothing visible")
-            if not block:
-                raise Empty("no message is visible")
-            if endtime is not None and self.clock.now() >= endtime:
-                raise Empty(f"no message became visible within {wait} seconds")
-            self._wait(self.not_empty, endtime)
 
 
 # =============================================================================================
@@ -88,7 +59,7 @@ class _ReceiveParts(Queue[T]):
 # =============================================================================================
 
 
-class PlainBlockingQueue(_ReceiveParts[T]):
+class PlainBlockingQueue(Queue[T]):
     """MUTANT (seed pitfall 1): ``receive`` removes the message, as ``queue.Queue.get`` does.
 
     The bug: this is the bounded blocking queue the problem starts from, called done. There is
@@ -103,21 +74,12 @@ class PlainBlockingQueue(_ReceiveParts[T]):
     as in :class:`CapacityFreedOnReceiveQueue`, because that is what a plain queue does.
     """
 
-    def receive(
-        self,
-        *,
-        block: bool = True,
-        timeout: float | None = None,
-        visibility_timeout: VisibilityArg = _QUEUE_DEFAULT,
-    ) -> Message[T]:
-        wait, _ = self._receive_args(block, timeout, visibility_timeout)
-        with self.mutex:
-            self._wait_for_visible(block, wait)
-            _, rec = self._visible.popitem(last=False)
-            rec.attempt += 1
-            self._done.add(rec.id)  # BUG: gone on delivery; nothing is ever in flight
-            self._notify(self.not_full)
-            return Message(rec.id, rec.body, rec.attempt, self._receipt(rec))
+    def _deliver(self, vt: float | None) -> Record[T]:
+        _, rec = self._visible.popitem(last=False)
+        rec.attempt += 1
+        self._done.add(rec.id)  # BUG: gone on delivery; nothing is ever in flight
+        self._notify(self.not_full)
+        return rec
 
 
 # =============================================================================================
@@ -125,7 +87,7 @@ class PlainBlockingQueue(_ReceiveParts[T]):
 # =============================================================================================
 
 
-class SplitReceiveQueue(_ReceiveParts[T]):
+class SplitReceiveQueue(Queue[T]):
     """MUTANT (seed pitfall 2): ``receive`` picks the head in one critical section and stamps it
     (attempt, deadline, in flight) in a second one.
 
@@ -156,29 +118,21 @@ class SplitReceiveQueue(_ReceiveParts[T]):
         super().__init__(capacity, visibility_timeout, max_receives, clock)
         self.between = between
 
-    def receive(
-        self,
-        *,
-        block: bool = True,
-        timeout: float | None = None,
-        visibility_timeout: VisibilityArg = _QUEUE_DEFAULT,
-    ) -> Message[T]:
-        wait, vt = self._receive_args(block, timeout, visibility_timeout)
-        with self.mutex:  # critical section 1: PICK the head and read its attempt
-            self._wait_for_visible(block, wait)
-            rec = next(iter(self._visible.values()))
-            attempt = rec.attempt
-        self.between()  # BUG: the window. Another consumer may pick the same head here.
-        with self.mutex:  # critical section 2: STAMP it and record it in flight
-            self._visible.pop(rec.id, None)
-            rec.attempt = attempt + 1
-            self._receives += 1
-            rec.seq = self._receives
-            rec.deadline = None if vt is None else self.clock.now() + vt
-            self._in_flight[rec.id] = rec
-            if rec.deadline is not None:
-                self._arm(rec)
-            return Message(rec.id, rec.body, rec.attempt, self._receipt(rec))
+    def _deliver(self, vt: float | None) -> Record[T]:
+        rec = next(iter(self._visible.values()))  # critical section 1: PICK the head
+        attempt = rec.attempt
+        self.mutex.release()  # BUG: the window. Another consumer may pick the same head here.
+        try:
+            self.between()
+        finally:
+            self.mutex.acquire()
+        self._visible.pop(rec.id, None)  # critical section 2: STAMP it and record it in flight
+        rec.attempt = attempt + 1
+        self._receives += 1
+        rec.seq = self._receives
+        rec.deadline = None if vt is None else self.clock.now() + vt
+        self._in_flight[rec.id] = rec
+        return rec
 
 
 class UnarmedDeadlineQueue(Queue[T]):
@@ -194,7 +148,7 @@ class UnarmedDeadlineQueue(Queue[T]):
     of the observable state fails.
     """
 
-    def _arm(self, rec: _Record[T]) -> None:
+    def _arm(self, rec: Record[T]) -> None:
         """BUG: the deadline is recorded on the message but never put where the sweeper looks.
 
         (``change_visibility`` also arms through here, so its new deadlines are lost too.)
@@ -219,17 +173,9 @@ class DeleteByIdQueue(Queue[T]):
     the spec says ``False``, this queue says ``True``.
     """
 
-    def delete(self, receipt: Receipt) -> bool:
-        self._check_receipt(receipt)
-        with self.mutex:
-            rec = self._in_flight.get(receipt.id)  # BUG: by id; not self._live(receipt)
-            if rec is None:
-                return False
-            del self._in_flight[rec.id]
-            rec.deadline = None
-            self._done.add(rec.id)
-            self._notify(self.not_full)
-            return True
+    def _delete(self, receipt: Receipt) -> Record[T] | None:
+        rec = self._in_flight.get(receipt.id)  # BUG: by id; not self._live(receipt)
+        return None if rec is None else super()._delete(rec.receipt)
 
 
 # =============================================================================================
@@ -249,32 +195,29 @@ class UncheckedAttemptQueue(Queue[T]):
     a redelivery) and forged future ones; the spec refuses them, this queue acts on them.
     """
 
-    def _live(self, receipt: Receipt) -> _Record[T] | None:
-        if receipt.queue != self._token:
+    def _live(self, receipt: Receipt) -> Record[T] | None:
+        rec = self._in_flight.get(receipt.id)
+        if rec is None or rec.receipt.queue != receipt.queue:
             return None
-        return self._in_flight.get(receipt.id)  # BUG: rec.attempt != receipt.attempt unchecked
+        return rec  # BUG: rec.receipt.attempt != receipt.attempt is never asked
 
 
 class ReusedReceiptQueue(Queue[T]):
     """MUTANT (seed pitfall 4): every delivery of a message hands out the same receipt.
 
     The bug: the handle is made once per message, "(queue, id, 1)", instead of once per
-    delivery, and the guard accepts that handle for whatever delivery is in flight. A handle
-    that never changes can never go stale, so the redelivered copy and the timed-out one share
-    it: exactly the stale-ack disaster of pitfall 3.
+    delivery, and the guard accepts that handle for whatever delivery is in flight (the guard
+    is right: a receipt is live when it is the one made for the delivery in flight, and that is
+    the same handle every time). A handle that never changes can never go stale, so the
+    redelivered copy and the timed-out one share it: exactly the stale-ack disaster of pitfall 3.
 
     Why the checks see it: on the first redelivery the lockstep test finds that the receipt
     handed out is not the one that names the delivery (``receipt(id, attempt)``); with that
     assertion gone, the stale deletes that follow fail like :class:`UncheckedAttemptQueue`'s.
     """
 
-    def _receipt(self, rec: _Record[T]) -> Receipt:
-        return Receipt(self._token, rec.id, 1)  # BUG: not rec.attempt: the same every delivery
-
-    def _live(self, receipt: Receipt) -> _Record[T] | None:
-        if receipt.queue != self._token or receipt.attempt != 1:
-            return None
-        return self._in_flight.get(receipt.id)  # BUG: any delivery of the id matches
+    def _receipt(self, rec: Record[T]) -> Receipt:
+        return self.receipt(rec.id, 1)  # BUG: not rec.attempt: the same every delivery
 
 
 # =============================================================================================
@@ -297,22 +240,10 @@ class ForgetfulSweeperQueue(Queue[T]):
     a receiver, expires a message, and asks whether the receiver was woken.
     """
 
-    def _expire(self, now: float) -> None:
-        while self._expiry and self._expiry[0][0] <= now:
-            rec = self._current(heapq.heappop(self._expiry))
-            if rec is not None:
-                self._release_silently(rec)
-
-    def _release_silently(self, rec: _Record[T]) -> None:
-        """``impl.Queue._release`` without ``self._notify(self.not_empty)``."""
-        del self._in_flight[rec.id]
-        rec.deadline = None
-        max_receives = self.max_receives
-        if max_receives is not None and rec.attempt >= max_receives:
-            self._dead.append(rec)
-            self._notify(self.not_full)
-        else:
-            self._visible[rec.id] = rec  # BUG: made visible, and no receiver is told
+    def _expire_one(self, rec: Record[T], now: float) -> None:
+        enabled = self._release(rec)
+        if enabled is not self.not_empty:  # BUG: made visible, and no receiver is told
+            self._notify(enabled)
 
 
 class PollingSweeperQueue(Queue[T]):
@@ -331,14 +262,9 @@ class PollingSweeperQueue(Queue[T]):
 
     POLL: Final = 0.05
 
-    def _run_sweeper(self) -> None:
-        with self.mutex:
-            while not self._closed:
-                self._expire(self.clock.now())
-                # BUG: wake again soon whatever is due; not self._next_deadline(), not "never"
-                self._sweeper_target = self.clock.now() + self.POLL
-                self._wait(self.new_deadline, self._sweeper_target)
-            self._sweeper_target = None
+    def _next_deadline(self) -> float | None:
+        # BUG: wake again soon whatever is due; not the earliest deadline, not "never"
+        return self.clock.now() + self.POLL
 
 
 # =============================================================================================
@@ -377,13 +303,10 @@ class ExpiredToHeadQueue(Queue[T]):
     ``FifoVisible`` (checked on the queue's state after every step) finds the order wrong.
     """
 
-    def _expire(self, now: float) -> None:
-        while self._expiry and self._expiry[0][0] <= now:
-            rec = self._current(heapq.heappop(self._expiry))
-            if rec is not None:
-                self._release(rec)
-                if rec.id in self._visible:
-                    self._visible.move_to_end(rec.id, last=False)  # BUG: to the head
+    def _expire_one(self, rec: Record[T], now: float) -> None:
+        super()._expire_one(rec, now)
+        if rec.id in self._visible:
+            self._visible.move_to_end(rec.id, last=False)  # BUG: to the head
 
 
 class SwapRemoveCancelQueue(Queue[T]):
@@ -398,23 +321,16 @@ class SwapRemoveCancelQueue(Queue[T]):
     or more, and ``FifoVisible`` finds the tail ahead of older messages.
     """
 
-    def cancel(self, id: str) -> bool:
-        check_id("id", id)
-        with self.mutex:
-            if id in self._visible:
-                items = list(self._visible.items())
-                i = [k for k, _ in items].index(id)
-                items[i] = items[-1]  # BUG: the tail takes the cancelled message's place
-                items.pop()
-                self._visible = OrderedDict(items)
-            else:  # in flight, unknown or finished: as the real cancel
-                rec = self._in_flight.pop(id, None)
-                if rec is None:
-                    return False
-                rec.deadline = None
-            self._cancelled.add(id)
-            self._notify(self.not_full)
-            return True
+    def _remove(self, id: str) -> Record[T] | None:
+        if id not in self._visible:  # in flight, unknown or finished: as the real cancel
+            return super()._remove(id)
+        items = list(self._visible.items())
+        i = [k for k, _ in items].index(id)
+        rec = items[i][1]
+        items[i] = items[-1]  # BUG: the tail takes the cancelled message's place
+        items.pop()
+        self._visible = OrderedDict(items)
+        return rec
 
 
 class RetryKeepsAttemptQueue(Queue[T]):
@@ -431,16 +347,11 @@ class RetryKeepsAttemptQueue(Queue[T]):
     one; ``AttemptsCount``'s step half (attempts never go down) fails on the next check.
     """
 
-    def retry(self, receipt: Receipt) -> bool:
-        self._check_receipt(receipt)
-        with self.mutex:
-            rec = self._live(receipt)
-            if rec is None:
-                return False
-            self._release(rec)
-            if rec.id in self._visible:
-                rec.attempt -= 1  # BUG: the delivery is "uncounted"
-            return True
+    def _retry(self, receipt: Receipt) -> Record[T] | None:
+        rec = super()._retry(receipt)
+        if rec is not None and rec.id in self._visible:
+            rec.attempt -= 1  # BUG: the delivery is "uncounted"
+        return rec
 
 
 class DeadLetterOffByOneQueue(Queue[T]):
@@ -457,16 +368,9 @@ class DeadLetterOffByOneQueue(Queue[T]):
     comparison of the observable state fails.
     """
 
-    def _release(self, rec: _Record[T]) -> None:
-        del self._in_flight[rec.id]
-        rec.deadline = None
+    def _dies(self, rec: Record[T]) -> bool:
         max_receives = self.max_receives
-        if max_receives is not None and rec.attempt > max_receives:  # BUG: > for >=
-            self._dead.append(rec)
-            self._notify(self.not_full)
-        else:
-            self._visible[rec.id] = rec
-            self._notify(self.not_empty)
+        return max_receives is not None and rec.attempt > max_receives  # BUG: > for >=
 
 
 class ExtendAddsQueue(Queue[T]):
@@ -481,20 +385,10 @@ class ExtendAddsQueue(Queue[T]):
     first extension of a delivery whose deadline is not ``now`` differs.
     """
 
-    def change_visibility(self, receipt: Receipt, timeout: float) -> bool:
-        self._check_receipt(receipt)
-        t = check_time("timeout", timeout)
-        with self.mutex:
-            rec = self._live(receipt)
-            if rec is None:
-                return False
-            if t == 0:
-                self._release(rec)
-            else:
-                old = rec.deadline if rec.deadline is not None else self.clock.now()
-                rec.deadline = old + t  # BUG: not self.clock.now() + t
-                self._arm(rec)
-            return True
+    def _extend(self, rec: Record[T], t: float) -> None:
+        old = rec.deadline if rec.deadline is not None else self.clock.now()
+        rec.deadline = old + t  # BUG: not self.clock.now() + t
+        self._arm(rec)
 
 
 _ALL: tuple[type[Queue[Any]], ...] = (
