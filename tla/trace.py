@@ -150,7 +150,9 @@ def _event(k: int, step: Step, start: float, registry: Registry = REGISTRY) -> E
     return event | {"ok": bool(result), "now": t}
 
 
-def to_events(steps: Iterable[Step], start: float = 0.0) -> list[Event]:
+def to_events(
+    steps: Iterable[Step], start: float = 0.0, registry: Registry = REGISTRY
+) -> list[Event]:
     """The events of ``TraceQueue.tla`` for the recorded ``steps`` (``start``: the clock's start).
 
     Consecutive ``expire`` steps with the same time are the releases of one sweep: a sweep
@@ -160,7 +162,7 @@ def to_events(steps: Iterable[Step], start: float = 0.0) -> list[Event]:
     """
     events: list[Event] = []
     for k, step in enumerate(steps):
-        e = _event(k, step, start)
+        e = _event(k, step, start, registry)
         last = events[-1] if events else None
         same_sweep = last is not None and last["op"] == "expire" and last["now"] == e["now"]
         if e["op"] == "expire" and same_sweep:

@@ -91,8 +91,6 @@ def releasing_actions(registry: Registry = REGISTRY) -> frozenset[str]:
 _ACTION_ORDER = diagram_actions()
 #: Actions that *release* an in-flight message (spec.transitions.release).
 RELEASES = releasing_actions()
-#: The actions that only move the clock: they never change a status.
-_CLOCK = frozenset(op.tla for op in REGISTRY if op.moves_clock)
 
 
 # -- (a) the lifecycle, from the spec -----------------------------------------------------------
@@ -130,11 +128,14 @@ def _attempt(state: State, id: str) -> int:
     return 0 if m is None else m.attempt
 
 
-def lifecycle_transitions(bounds: Bounds = LIFECYCLE_BOUNDS) -> dict[Transition, set[int]]:
+def lifecycle_transitions(
+    bounds: Bounds = LIFECYCLE_BOUNDS, registry: Registry = REGISTRY
+) -> dict[Transition, set[int]]:
     """Every reachable edge of the spec for one id, projected to that message's status.
 
     Maps each :class:`Transition` to the set of attempts the message had just before it.
-    ``Tick`` edges are dropped: the clock moving never changes a status (checked here).
+    ``Tick`` edges (of every action that only moves the clock) are dropped: the clock moving
+    never changes a status (checked here). ``registry`` gives the actions.
     Raises ``ValueError`` if the bounds have more than one id or the spec breaks an invariant.
     """
     if len(bounds.ids) != 1:
@@ -142,13 +143,14 @@ def lifecycle_transitions(bounds: Bounds = LIFECYCLE_BOUNDS) -> dict[Transition,
             f"the lifecycle is one message's: bounds.ids must be one id, got {bounds.ids!r}"
         )
     (id,) = bounds.ids
-    graph = explore(bounds, stop_at_first_violation=True)
+    graph = explore(bounds, stop_at_first_violation=True, registry=registry)
+    clock = {op.tla for op in registry if op.moves_clock}
     if graph.violations:
         raise ValueError(f"the spec violates an invariant: {graph.violations[0]}")
     out: dict[Transition, set[int]] = defaultdict(set)
     for (s, _), label, (t, _) in graph.labelled_edges():
         before, after = _status(s, id), _status(t, id)
-        if label in _CLOCK:
+        if label in clock:
             assert before == after, f"{label} changed {id}'s status: {before} -> {after}"
             continue
         out[Transition(before, action_name(label), after)].add(_attempt(s, id))
