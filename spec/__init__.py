@@ -2,7 +2,9 @@
 
 Immutable state in, ``(new state, result)`` out, time as an explicit argument. This is the one
 obviously-correct model that the threaded implementation (``impl``) is tested against, and the
-Python twin of the TLA+ spec in ``tla/Queue.tla``: the same actions under the same names.
+Python twin of the TLA+ spec in ``tla/Queue.tla``: the same actions under the same names. The
+operations, with their names in every layer, are declared once in :data:`REGISTRY`
+(:mod:`spec.operations`).
 
     >>> from spec import Config, initial, send, receive, delete
     >>> s = initial(Config(capacity=1))
@@ -26,6 +28,7 @@ from spec.invariants import (
     step_violations,
     violations,
 )
+from spec.operations import REGISTRY, Registry
 from spec.state import TERMINAL, Config, Delivery, Msg, Receipt, State, Status, Time, initial
 from spec.transitions import (
     can_send,
@@ -44,12 +47,14 @@ from spec.transitions import (
 
 __all__ = [
     "INVARIANTS",
+    "REGISTRY",
     "STEP_INVARIANTS",
     "TERMINAL",
     "Config",
     "Delivery",
     "Msg",
     "Receipt",
+    "Registry",
     "State",
     "Status",
     "Time",
