@@ -58,6 +58,12 @@ TraceStep = tuple[str, tuple[object, ...], object, float]
 _Entry = tuple[float, int, str, int]
 
 
+def _not_a_receipt(value: object) -> TypeError:
+    # Raised by the receipt operations; the isinstance test is inline, so the good path pays
+    # no call for it.
+    return TypeError(f"receipt must be a Receipt, got {type(value).__name__}")
+
+
 class Record(Generic[T]):
     """The mutable record of one message; only touched under the queue's lock.
 
@@ -318,7 +324,8 @@ class Queue(Generic[T]):
         the queue is unchanged. Works after shutdown and close. ``TypeError`` if ``receipt`` is
         not a :class:`Receipt`.
         """
-        self._check_receipt(receipt)
+        if not isinstance(receipt, Receipt):
+            raise _not_a_receipt(receipt)
         with self.mutex:
             rec = self._delete(receipt)
             if self._trace is not None:
@@ -333,7 +340,8 @@ class Queue(Generic[T]):
 
         ``True`` if ``receipt`` was live; otherwise ``False`` and the queue is unchanged.
         """
-        self._check_receipt(receipt)
+        if not isinstance(receipt, Receipt):
+            raise _not_a_receipt(receipt)
         with self.mutex:
             rec = self._retry(receipt)
             if self._trace is not None:
@@ -351,7 +359,8 @@ class Queue(Generic[T]):
         ``True`` if ``receipt`` was live; otherwise ``False`` and the queue is unchanged.
         ``timeout`` must be a finite number >= 0 (``TypeError``/``ValueError`` otherwise).
         """
-        self._check_receipt(receipt)
+        if not isinstance(receipt, Receipt):
+            raise _not_a_receipt(receipt)
         t = check_time("timeout", timeout)
         with self.mutex:
             rec = self._live(receipt)
@@ -686,10 +695,6 @@ class Queue(Generic[T]):
             id = f"msg-{next(self._ids)}"
             if id not in self._accepted:
                 return id
-
-    def _check_receipt(self, receipt: object) -> None:
-        if not isinstance(receipt, Receipt):
-            raise TypeError(f"receipt must be a Receipt, got {type(receipt).__name__}")
 
     def _record(
         self, action: str, args: tuple[object, ...], result: object, now: float | None = None

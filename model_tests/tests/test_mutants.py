@@ -20,6 +20,7 @@ Select them with ``pytest -k mutant``.
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import inspect
 import json
@@ -37,6 +38,7 @@ from hypothesis import HealthCheck, Phase, settings
 from hypothesis.stateful import run_state_machine_as_test
 
 from impl import FakeClock, Message, Queue
+from model_tests import mutants
 from model_tests.linearizability import (
     HistoryRecorder,
     Linearizable,
@@ -63,11 +65,9 @@ from model_tests.mutants import (
     UncheckedAttemptQueue,
 )
 from model_tests.scenario_format import QueueConfig
+from model_tests.support import BOUND, ProbeClock
 from model_tests.targets import ImplTarget, run_scenario
 from model_tests.tests import test_lockstep
-
-#: A bound, in real seconds, on every wait for another thread: a bug fails, it does not hang.
-BOUND: Final = 10.0
 
 QueueClass = type[Queue[Any]]
 
@@ -121,7 +121,7 @@ class _Drawer:
 
 
 @dataclass(frozen=True)
-class Ticket:
+class ReceiptOfStep:
     """In a witness program: the receipt that step ``step`` (a receive) returned."""
 
     step: int
@@ -143,7 +143,7 @@ class Witness:
 
 
 def _argument(value: object, results: list[object]) -> object:
-    if isinstance(value, Ticket):
+    if isinstance(value, ReceiptOfStep):
         return results[value.step]
     if isinstance(value, Draws):
         return _Drawer(value.values)
@@ -202,7 +202,7 @@ def _advance(dt: float) -> Step:
 
 
 def _with(rule: str, receive_step: int, **kwargs: object) -> Step:
-    return (rule, {"ticket": Ticket(receive_step), "other": False, **kwargs})
+    return (rule, {"ticket": ReceiptOfStep(receive_step), "other": False, **kwargs})
 
 
 def _config(
@@ -545,25 +545,6 @@ def test_mutant_lost_wakeup_check_passes_on_the_real_queue() -> None:
     assert lost_wakeup(Queue) is None
 
 
-@dataclass(frozen=True)
-class WaitCall:
-    thread: str
-    now: float
-    deadline: float | None
-
-
-class RecordingClock(FakeClock):
-    """A ``FakeClock`` that also records every ``wait`` call: who, when, until when."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.calls: list[WaitCall] = []
-
-    def wait(self, cond: threading.Condition, deadline: float | None) -> None:
-        self.calls.append(WaitCall(threading.current_thread().name, self.now(), deadline))
-        super().wait(cond, deadline)
-
-
 def polling_sweeper(queue_class: QueueClass) -> str | None:
     """The check of "an idle queue uses no CPU": ``None`` if the idle sweeper sleeps for good.
 
@@ -572,7 +553,7 @@ def polling_sweeper(queue_class: QueueClass) -> str | None:
     now wait with no deadline at all, so that only a new delivery can wake it. A deadline in
     the future is polling; one already passed is spinning.
     """
-    clock = RecordingClock()
+    clock = ProbeClock()  # logs every wait: who, when, until when
     q: Queue[str] = queue_class(visibility_timeout=1.0, clock=clock)
     try:
         q.send("A", id="a")
@@ -621,3 +602,40 @@ def test_every_mutant_in_the_catalogue_is_caught_and_documented() -> None:
         assert doc.startswith("MUTANT"), f"{name}: the docstring must start with MUTANT"
         assert "The bug:" in doc and "Why the checks see it:" in doc, name
         assert issubclass(cls, Queue) and cls is not Queue
+
+
+#: The hooks ``impl.Queue``'s docstring lists under "Hooks for subclasses": ``_name(...)``.
+DOCUMENTED_HOOKS: Final = frozenset(
+    re.findall(r"``(_\w+)\(", (inspect.getdoc(Queue) or "").partition("Hooks for subclasses")[2])
+)
+#: The most lines a mutant's hook may have, docstring and comments included.
+HOOK_LINES: Final = 15
+
+
+def test_every_mutant_overrides_one_documented_hook_in_a_few_lines() -> None:
+    """A mutant is the real queue with one small step replaced (the constructor may take an
+    extra argument), so when ``impl.Queue`` changes, the mutant changes with it."""
+    assert {"_deliver", "_live", "_release", "_arm"} <= DOCUMENTED_HOOKS
+    for name, cls in MUTANTS.items():
+        overridden = {
+            attr
+            for attr, value in vars(cls).items()
+            if callable(value) and hasattr(Queue, attr) and attr != "__init__"
+        }
+        assert len(overridden) == 1, f"{name} overrides {sorted(overridden)}, not one hook"
+        (hook,) = overridden
+        assert hook in DOCUMENTED_HOOKS, f"{name} overrides {hook}, not a documented hook"
+        lines, _ = inspect.getsourcelines(getattr(cls, hook))
+        assert len(lines) <= HOOK_LINES, f"{name}.{hook} has {len(lines)} lines"
+
+
+def test_the_catalogue_imports_no_private_name_of_the_queue() -> None:
+    tree = ast.parse(inspect.getsource(mutants))
+    imported = [
+        (node.module, alias.name)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("impl")
+        for alias in node.names
+    ]
+    assert imported, "the catalogue imports nothing from impl?"
+    assert [i for i in imported if i[1].startswith("_")] == []

@@ -27,6 +27,7 @@ from impl import (
     Receipt,
     ShutDown,
 )
+from model_tests.support import BOUND, ProbeClock
 
 #: A call with a bad argument, the exception it must raise, and the argument its message names.
 BadCall = tuple[Callable[[], object], type[Exception], str]
@@ -185,26 +186,6 @@ def test_the_real_clock_blocks_until_the_deadline() -> None:
         assert clock.now() >= deadline
 
 
-class SteppingClock(FakeClock):
-    """A fake clock whose every reading is a little later than the one before, as a real
-    clock's readings are: it tells "the time the transition used" from "the time now".
-
-    The steps only change what ``now()`` reads (they never wake a waiter: ``advance`` must not
-    be called under the queue's lock, and ``now()`` is), and they add up to far less than the
-    ``advance`` that makes things due."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self._readings = 0
-        self._readings_lock = threading.Lock()
-
-    def now(self) -> float:
-        with self._readings_lock:
-            self._readings += 1
-            step = self._readings * 1e-6
-        return super().now() + step
-
-
 def test_the_trace_records_each_transition_as_the_docstring_says() -> None:
     """``record_trace``: one ``(action, args, result, now)`` per transition that returns, in the
     forms its docstring lists, with ``now`` the time the transition used: for the releases of
@@ -253,7 +234,9 @@ def test_the_trace_records_each_transition_as_the_docstring_says() -> None:
 
 
 def test_the_releases_of_one_sweep_are_traced_at_the_sweeps_time() -> None:
-    clock = SteppingClock()
+    # Every reading a little later than the one before, as a real clock's readings are: the
+    # time a transition used is then told apart from the time now.
+    clock = ProbeClock(reading_step=1e-6)
     steps: list[tuple[str, tuple[object, ...], object, float]] = []
     with Queue[str](visibility_timeout=None, clock=clock) as q:
         for id in ("a", "b", "c"):
@@ -352,7 +335,7 @@ def test_a_transition_notifies_only_when_someone_waits(monkeypatch: pytest.Monke
         receiver.start()
         assert clock.wait_for_waiters(1), "the receiver never blocked"
         q.send("B", id="b")  # one receiver waits: one notify
-        receiver.join(10.0)
+        receiver.join(BOUND)
         assert not receiver.is_alive() and got == ["b"]
         assert notified == [1]
         q.send("C", id="c")  # the receiver has left: nobody to wake
@@ -481,7 +464,7 @@ def test_a_sender_whose_id_was_taken_while_it_waited_is_told_so() -> None:
         assert winner.id == "a"
         assert q.delete(winner.receipt)  # room again: the other sender wakes
         for t in threads:
-            t.join(10.0)
+            t.join(BOUND)
             assert not t.is_alive()
         loser = results["A2" if winner.body == "A1" else "A1"]
         assert results[winner.body] == "a"
