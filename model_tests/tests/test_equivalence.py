@@ -17,8 +17,8 @@ from dataclasses import replace
 
 import pytest
 
-import spec.explore
 from spec.explore import Bounds, Graph, explore
+from spec.operations import REGISTRY
 from spec.state import Receipt, State
 from spec.transitions import release
 from tla.graph import TlcGraph, differences, tlc_graph
@@ -109,9 +109,7 @@ def test_equivalence_check_reports_a_state_only_one_side_has() -> None:
     assert any(d.startswith("state only in TLC") for d in differences(fewer, tlc("vt-none").dot))
 
 
-def test_equivalence_check_catches_a_retry_that_jumps_the_queue(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def test_equivalence_check_catches_a_retry_that_jumps_the_queue() -> None:
     """Seed pitfall: a released message must go to the tail, never back to its old place."""
 
     def retry_to_head(state: State, receipt: Receipt) -> tuple[State, bool]:
@@ -121,7 +119,9 @@ def test_equivalence_check_catches_a_retry_that_jumps_the_queue(
             released = replace(released, visible=(receipt.id, *rest))
         return released, True
 
-    monkeypatch.setattr(spec.explore, "retry", retry_to_head)
-    graph = explore(BOUNDS["dead-letters-and-extends"], stop_at_first_violation=False)
+    broken = REGISTRY.replacing("retry", function=retry_to_head)
+    graph = explore(
+        BOUNDS["dead-letters-and-extends"], stop_at_first_violation=False, registry=broken
+    )
     diff = differences(graph, tlc("dead-letters-and-extends").dot)
     assert any("only in the explorer" in d for d in diff), diff
