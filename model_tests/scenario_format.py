@@ -7,9 +7,9 @@ A scenario is one JSON object per line::
 This module turns such a line into a :class:`Scenario` of typed operations, or raises
 :class:`ScenarioError` with one sentence saying what is wrong. The ops that act on a queue are
 the operations of the registry (:mod:`spec.operations`) under their harness names, each argument
-checked by its kind (:func:`op_table`); ``dead``, ``new`` and ``use`` are the harness's own. It runs nothing: both targets of
-the harness (:mod:`model_tests.targets`) share this parser, so they can never disagree about
-what a scenario means.
+checked by its kind (:func:`op_table`); ``dead``, ``new`` and ``use`` are the harness's own.
+It runs nothing: both targets of the harness (:mod:`model_tests.targets`) share this parser, so
+they can never disagree about what a scenario means.
 
 Choices the contract leaves open, made here and documented in the README:
 
