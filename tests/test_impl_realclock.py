@@ -10,8 +10,8 @@ import functools
 import threading
 from collections import Counter
 
-from impl import Empty, MonotonicClock, Queue, ShutDown
-from model_tests.support import BOUND, Spawn
+from impl import Empty, Queue, ShutDown
+from model_tests.support import BOUND, RealProbeClock, Spawn, WaitCall
 
 
 def test_an_undeleted_message_is_redelivered_to_a_blocked_receiver(spawn: Spawn) -> None:
@@ -25,28 +25,20 @@ def test_an_undeleted_message_is_redelivered_to_a_blocked_receiver(spawn: Spawn)
         assert q.delete(second.receipt) is True
 
 
-class WatchedClock(MonotonicClock):
-    """The real clock, telling the test when some thread starts a wait for a far deadline."""
-
-    def __init__(self, far: float) -> None:
-        self.far = far
-        self.waiting_far = threading.Event()
-
-    def wait(self, cond: threading.Condition, deadline: float | None) -> None:
-        if deadline is not None and deadline >= self.now() + self.far:
-            self.waiting_far.set()
-        super().wait(cond, deadline)
+def _far(call: WaitCall) -> bool:
+    """A wait for a deadline at least half an hour away."""
+    return call.deadline is not None and call.deadline >= call.now + 1800
 
 
 def test_the_sweeper_wakes_for_a_deadline_earlier_than_the_one_it_waits_for(
     spawn: Spawn,
 ) -> None:
-    clock = WatchedClock(far=1800)
+    clock = RealProbeClock()
     with Queue[str](visibility_timeout=3600, clock=clock) as q:
         q.send("A", id="a")
         q.send("B", id="b")
         q.receive()
-        assert clock.waiting_far.wait(BOUND)  # the sweeper now waits an hour for "a"
+        assert clock.wait_for_call(_far)  # the sweeper now waits an hour for "a"
         q.receive(visibility_timeout=0.05)  # "b" is due much sooner: the sweeper must re-aim
         again = spawn(lambda: q.receive(timeout=BOUND)).result(2 * BOUND)
         assert (again.id, again.attempt) == ("b", 2)

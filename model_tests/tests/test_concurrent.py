@@ -46,9 +46,8 @@ from model_tests.linearizability import (
     format_history,
 )
 from model_tests.mutants import DeleteByIdQueue
+from model_tests.support import BOUND
 
-#: A bound, in real seconds, on every wait for another thread: a bug fails, it does not hang.
-BOUND: Final = 10.0
 #: The checker's budget in spec steps: far above what these histories need (a few thousand).
 MAX_STEPS: Final = 2_000_000
 

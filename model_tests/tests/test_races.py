@@ -7,10 +7,10 @@
 - many producers and consumers, some of which crash, with a driver moving the clock: nothing is
   lost, each message is deleted exactly once or dead-lettered, attempts run 1, 2, 3, ...
 
-To know that a thread is really blocked before acting, the tests use :class:`WatchedClock`, a
-``FakeClock`` that sets an event when a given thread starts waiting on it. The queue calls
+To know that a thread is really blocked before acting, the tests use
+:class:`~model_tests.support.ProbeClock`, which logs every wait on it: the queue calls
 ``clock.wait`` with its lock held, and the lock is only released inside that wait, so once the
-event is set any later call that takes the lock finds the thread waiting.
+wait is logged any later call that takes the lock finds the thread waiting.
 """
 
 from __future__ import annotations
@@ -27,75 +27,7 @@ import pytest
 import impl
 import spec
 from model_tests.projection import from_snapshot, from_state
-
-#: Real seconds any one wait may take before the test fails instead of hanging.
-BOUND = 10.0
-
-
-class WatchedClock(impl.FakeClock):
-    """A ``FakeClock`` that tells a test when a given thread starts waiting on it."""
-
-    def __init__(self, start: float = 0.0) -> None:
-        super().__init__(start)
-        self._events: dict[threading.Thread, threading.Event] = {}
-        self._events_lock = threading.Lock()
-
-    def entered(self, thread: threading.Thread) -> threading.Event:
-        """An event set when ``thread`` first calls :meth:`wait` (ask before starting it)."""
-        with self._events_lock:
-            return self._events.setdefault(thread, threading.Event())
-
-    def wait(self, cond: threading.Condition, deadline: float | None) -> None:
-        with self._events_lock:
-            event = self._events.get(threading.current_thread())
-        if event is not None:
-            event.set()
-        super().wait(cond, deadline)
-
-
-class QuietClock(impl.FakeClock):
-    """A ``FakeClock`` whose time can also move on *quietly*, waking no one.
-
-    That is the window the contract talks about: a deadline has passed but the sweeper has not
-    run yet (a real sweeper thread can be descheduled for as long as it likes).
-    """
-
-    def __init__(self) -> None:
-        super().__init__()
-        self._quiet = 0.0
-        #: Set when a thread (here: the sweeper) starts waiting for a deadline.
-        self.parked = threading.Event()
-
-    def advance_quietly(self, dt: float) -> None:
-        self._quiet += dt
-
-    def now(self) -> float:
-        return super().now() + self._quiet
-
-    def wait(self, cond: threading.Condition, deadline: float | None) -> None:
-        if deadline is not None:
-            self.parked.set()
-        # The parent compares the deadline with its own (loud) time, so quiet time wakes no one.
-        super().wait(cond, deadline)
-
-
-class Background:
-    """Runs ``fn`` in a thread and keeps its result or exception for the test to inspect."""
-
-    def __init__(self, fn: Callable[[], object], name: str) -> None:
-        self.fn = fn
-        self.done = threading.Event()
-        self.value: object = None
-        self.error: BaseException | None = None
-        self.thread = threading.Thread(target=self._run, name=name, daemon=True)
-
-    def _run(self) -> None:
-        try:
-            self.value = self.fn()
-        except BaseException as e:
-            self.error = e
-        finally:
-            self.done.set()
+from model_tests.support import BOUND, Call, ProbeClock, Spawn
 
 
 def _after(barrier: threading.Barrier, fn: Callable[[], object]) -> Callable[[], object]:
@@ -117,7 +49,7 @@ def test_delete_races_the_sweep_and_either_order_is_consistent(max_receives: int
     orders: Counter[str] = Counter()
     config = spec.Config(capacity=2, max_receives=max_receives)
     for i in range(200):
-        clock = QuietClock()
+        clock = ProbeClock()
         with impl.Queue[str](
             capacity=2, visibility_timeout=1.0, max_receives=max_receives, clock=clock
         ) as q:
@@ -125,21 +57,24 @@ def test_delete_races_the_sweep_and_either_order_is_consistent(max_receives: int
             q.send("B", id="b")
             m = q.receive(block=False)
             # The sweeper thread is waiting for the deadline before time passes; otherwise it
-            # could see the new time on its first round and win every race.
-            assert clock.parked.wait(BOUND), "the sweeper thread never started waiting"
+            # could see the new time on its first round and win every race. Its wait is logged
+            # with the queue's lock held, so once we hold the lock it is asleep in that wait.
+            assert clock.wait_for_call(lambda c: c.deadline is not None), "no sweeper waited"
+            with q.mutex:
+                pass
             # Past the deadline, but no sweeper has run: the receipt is still live.
-            clock.advance_quietly(1.0)
+            clock.advance(1.0, wake=False)
             barrier = threading.Barrier(2, timeout=BOUND)
-            deleter = Background(_after(barrier, partial(q.delete, m.receipt)), "deleter")
-            sweeper = Background(_after(barrier, q.sweep), "sweep")
             # Alternate who starts first: under the GIL the thread that reaches the barrier last
             # tends to run on, so this lets both orders happen.
-            for b in (deleter, sweeper) if i % 2 else (sweeper, deleter):
-                b.thread.start()
-            for b in (deleter, sweeper):
-                assert b.done.wait(BOUND), f"{b.thread.name} did not finish"
-                assert b.error is None, b.error
-            deleted = deleter.value
+            delete = _after(barrier, partial(q.delete, m.receipt))
+            sweep = _after(barrier, q.sweep)
+            if i % 2:
+                deleter, sweeper = Call(delete, "deleter"), Call(sweep, "sweep")
+            else:
+                sweeper, deleter = Call(sweep, "sweep"), Call(delete, "deleter")
+            sweeper.result()
+            deleted = deleter.result()
             assert isinstance(deleted, bool)
 
             s = spec.initial(config)
@@ -165,25 +100,17 @@ def test_delete_races_the_sweep_and_either_order_is_consistent(max_receives: int
 
 
 @pytest.mark.timeout(60)
-def test_blocked_receiver_is_woken_by_the_sweepers_redelivery() -> None:
-    clock = WatchedClock()
+def test_blocked_receiver_is_woken_by_the_sweepers_redelivery(spawn: Spawn) -> None:
+    clock = ProbeClock()
     with impl.Queue[str](visibility_timeout=5.0, clock=clock) as q:
         q.send("A", id="a")
         first = q.receive(block=False)
         # No timeout: advancing the clock does not wake this receiver by itself; only a notify
         # from whoever makes a message visible (here the sweeper thread) can.
-        receiver = Background(q.receive, "receiver")
-        entered = clock.entered(receiver.thread)
-        receiver.thread.start()
-        assert entered.wait(BOUND), "the receiver never blocked"
-        driver = Background(lambda: clock.advance(5.0), "driver")
-        driver.thread.start()
-        assert driver.done.wait(BOUND)
-        woke = receiver.done.wait(BOUND)
-    assert woke, "the sweeper released the message but did not wake the blocked receiver"
-    assert receiver.error is None, receiver.error
-    m = receiver.value
-    assert isinstance(m, impl.Message)
+        receiver = spawn(q.receive)
+        assert clock.wait_for_thread(receiver.thread), "the receiver never blocked"
+        spawn(lambda: clock.advance(5.0)).result()
+        m = receiver.result()  # fails the test if the sweeper's release did not wake it
     assert (m.id, m.body, m.attempt) == ("a", "A", 2)
     assert m.receipt != first.receipt
 
@@ -191,22 +118,22 @@ def test_blocked_receiver_is_woken_by_the_sweepers_redelivery() -> None:
 # -- (c) a blocked sender is woken by whatever frees a slot --------------------------------------
 
 
-def _free_by_delete(q: impl.Queue[str], clock: WatchedClock, m: impl.Message[str]) -> None:
+def _free_by_delete(q: impl.Queue[str], clock: ProbeClock, m: impl.Message[str]) -> None:
     assert q.delete(m.receipt)
 
 
-def _free_by_cancel(q: impl.Queue[str], clock: WatchedClock, m: impl.Message[str]) -> None:
+def _free_by_cancel(q: impl.Queue[str], clock: ProbeClock, m: impl.Message[str]) -> None:
     assert q.cancel(m.id)
 
 
 def _free_by_dead_lettering_on_retry(
-    q: impl.Queue[str], clock: WatchedClock, m: impl.Message[str]
+    q: impl.Queue[str], clock: ProbeClock, m: impl.Message[str]
 ) -> None:
     assert q.retry(m.receipt)  # max_receives=1: this release dead-letters
 
 
 def _free_by_dead_lettering_on_expiry(
-    q: impl.Queue[str], clock: WatchedClock, m: impl.Message[str]
+    q: impl.Queue[str], clock: ProbeClock, m: impl.Message[str]
 ) -> None:
     clock.advance(5.0)  # the sweeper thread expires the delivery, which dead-letters it
 
@@ -223,21 +150,19 @@ def _free_by_dead_lettering_on_expiry(
     ids=["delete", "cancel", "dead-letter by retry", "dead-letter by the sweeper"],
 )
 def test_blocked_sender_is_woken_when_a_slot_is_freed(
-    free: Callable[[impl.Queue[str], WatchedClock, impl.Message[str]], None],
+    free: Callable[[impl.Queue[str], ProbeClock, impl.Message[str]], None],
+    spawn: Spawn,
 ) -> None:
-    clock = WatchedClock()
+    clock = ProbeClock()
     with impl.Queue[str](capacity=1, visibility_timeout=5.0, max_receives=1, clock=clock) as q:
         q.send("A", id="a")
         m = q.receive(block=False)  # in flight, still holding the only slot
-        sender = Background(lambda: q.send("B", id="b"), "sender")
-        entered = clock.entered(sender.thread)
-        sender.thread.start()
-        assert entered.wait(BOUND), "the sender never blocked"
-        assert not sender.done.is_set()
+        sender = spawn(lambda: q.send("B", id="b"))
+        assert clock.wait_for_thread(sender.thread), "the sender never blocked"
+        assert not sender.finished
         free(q, clock, m)
-        woke = sender.done.wait(BOUND)
-    assert woke, "a slot was freed but the blocked sender was not woken"
-    assert (sender.error, sender.value) == (None, "b")
+        # Fails the test if the freed slot did not wake the sender.
+        assert sender.result() == "b"
     assert [x.id for x in q.snapshot().visible] == ["b"]
 
 
@@ -304,16 +229,13 @@ def test_many_producers_and_crashing_consumers_lose_nothing() -> None:
             q.sweep()
             check_finished()
 
-    workers = [Background(partial(produce, p), f"producer-{p}") for p in range(PRODUCERS)]
-    workers += [Background(partial(consume, c), f"consumer-{c}") for c in range(CONSUMERS)]
-    driver = Background(drive, "driver")
     try:
-        for w in [*workers, driver]:
-            w.thread.start()
+        workers = [Call(partial(produce, p), f"producer-{p}") for p in range(PRODUCERS)]
+        workers += [Call(partial(consume, c), f"consumer-{c}") for c in range(CONSUMERS)]
+        driver = Call(drive, "driver")
         finished = all_terminal.wait(BOUND * 6)
         for w in [*workers, driver]:
-            assert w.done.wait(BOUND), f"{w.thread.name} is stuck"
-            assert w.error is None, f"{w.thread.name}: {w.error!r}"
+            w.result()  # fails the test if the worker is stuck or raised
     finally:
         q.close()
         crashed.put(None)

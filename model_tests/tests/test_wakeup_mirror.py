@@ -15,12 +15,14 @@ bug.
 
 The clock: ``FakeClock.advance`` wakes only timed waits whose deadline it reaches, as the real
 clock does (an untimed ``Condition.wait`` is woken only by a notify), so the outcome is decided
-by the notifies alone, deterministically. :class:`TimedOnlyClock` adds a count, per condition,
-of the threads asleep on it without a deadline, so a test can wait until a receiver is asleep
-on ``not_empty`` before it moves the clock.
+by the notifies alone, deterministically. The test's :class:`~model_tests.support.ProbeClock`
+also counts, per condition, the threads asleep on it without a deadline
+(``wait_for_sleepers``), so a test can wait until the receivers are asleep on ``not_empty``
+before it moves the clock.
 
-A receiver "still blocked" is checked after a bounded wait (2 s) that in the buggy queue always
-runs out, because nothing will ever notify it; in the real queue the same wait ends at once.
+A receiver "still blocked" is checked after a bounded wait (:data:`~model_tests.support.NEVER`)
+that in the buggy queue always runs out, because nothing will ever notify it; in the real queue
+the same wait ends at once.
 """
 
 from __future__ import annotations
@@ -28,45 +30,8 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass
 
-from impl import FakeClock, Message, Queue, ShutDown
-
-#: Real seconds to wait for something that must happen.
-BOUND = 10.0
-#: Real seconds to wait for a wakeup that, with the bug, never comes.
-NEVER = 2.0
-
-
-class TimedOnlyClock(FakeClock):
-    """A FakeClock that counts, per condition, the threads in an untimed wait on it.
-
-    So a test can wait until a receiver is asleep on ``not_empty`` (:meth:`wait_for_sleepers`).
-    """
-
-    def __init__(self) -> None:
-        super().__init__()
-        self._sleepers: dict[threading.Condition, int] = {}
-        self._sleepers_changed = threading.Condition()
-
-    def wait(self, cond: threading.Condition, deadline: float | None) -> None:
-        if deadline is not None:
-            super().wait(cond, deadline)
-            return
-        with self._sleepers_changed:
-            self._sleepers[cond] = self._sleepers.get(cond, 0) + 1
-            self._sleepers_changed.notify_all()
-        try:
-            # The caller still holds cond's lock until this wait releases it, so once a test
-            # has seen the count go up, the queue's next critical section finds it asleep.
-            cond.wait()
-        finally:
-            with self._sleepers_changed:
-                self._sleepers[cond] -= 1
-                self._sleepers_changed.notify_all()
-
-    def wait_for_sleepers(self, cond: threading.Condition, n: int) -> bool:
-        """Block until ``n`` threads sleep on ``cond`` without a deadline; ``False`` on timeout."""
-        with self._sleepers_changed:
-            return self._sleepers_changed.wait_for(lambda: self._sleepers.get(cond, 0) >= n, BOUND)
+from impl import Message, Queue
+from model_tests.support import BOUND, NEVER, Call, ProbeClock
 
 
 class SweepWithoutNotify(Queue[str]):
@@ -99,26 +64,6 @@ class SweepNotifyOnce(SweepWithoutNotify):
     allowed = 1
 
 
-class Receiver:
-    """A consumer thread blocked in ``receive()``; records what it got."""
-
-    def __init__(self, q: Queue[str], name: str) -> None:
-        self.q = q
-        self.got: Message[str] | None = None
-        self.shut_down = False
-        self.done = threading.Event()
-        self.thread = threading.Thread(target=self._run, name=name, daemon=True)
-        self.thread.start()
-
-    def _run(self) -> None:
-        try:
-            self.got = self.q.receive()
-        except ShutDown:
-            self.shut_down = True
-        finally:
-            self.done.set()
-
-
 @dataclass
 class Outcome:
     """What the receivers got before the queue was closed, and what was still visible then."""
@@ -135,20 +80,20 @@ def redelivery_while_blocked(queue_class: type[Queue[str]], ids: list[str]) -> O
     passes the deadline and the queue sweeps: every message is visible again. Each receiver is
     given a bounded time to be woken; then the outcome is taken and the queue closed.
     """
-    clock = TimedOnlyClock()
+    clock = ProbeClock()
     q = queue_class(capacity=len(ids), visibility_timeout=1.0, clock=clock)
-    receivers: list[Receiver] = []
+    receivers: list[Call[Message[str]]] = []
     try:
         for id in ids:
             q.send(f"body-{id}", id=id)
             assert q.receive(block=False).id == id  # delivered, then dropped
-        receivers = [Receiver(q, f"receiver-{k}") for k in range(len(ids))]
+        receivers = [Call(q.receive, f"receiver-{k}") for k in range(len(ids))]
         assert clock.wait_for_sleepers(q.not_empty, len(ids)), "receivers never went to sleep"
         clock.advance(1.0)
         q.sweep()  # (if the sweeper thread has not already): every message is visible again
         for r in receivers:
-            r.done.wait(NEVER)
-        woken = [r.got for r in receivers if r.done.is_set() and r.got is not None]
+            r.thread.join(NEVER)  # a Call has finished once its thread has ended
+        woken = [r.result() for r in receivers if r.finished]
         return Outcome(woken, q.stats().visible)
     finally:
         q.close()  # shutdown wakes every receiver, so no thread outlives the test
