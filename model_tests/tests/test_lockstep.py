@@ -12,19 +12,43 @@ because using it again (a repeated delete, a delete after expiry or after a retr
 what must be tested. Receipts of the other pair are drawn as *foreign* receipts, and
 ``forge_receipt`` adds receipts for any (id, attempt), including future ones and attempt 0.
 
-The clock is moved only by ``advance``, which then sweeps every queue, so the queues'
-background sweeper threads never have work that the explicit sweep has not already done and the
-run is deterministic. For the same reason no delivery here gets a visibility timeout of 0 (due at
-once, so the sweeper thread would release it at a moment of its choosing); the harness tests
-cover that case, where a sweep follows every op.
+The clock moves in two ways, named after the TLA+ model's steps (``Tick`` moves the clock,
+``Expire`` is the sweep): ``advance`` moves it and then sweeps every queue (a ``Tick`` and an
+``Expire``), and ``tick`` moves it *quietly*, waking no one and sweeping nothing
+(``ProbeClock.advance(dt, wake=False)``; the spec's ``now`` moves, no ``spec.expire``). After a
+``tick`` a deadline may have passed with its sweep still to come, as when a real sweeper thread
+is descheduled: in that window the receipt is still live, so a late ``delete``, ``retry`` or
+``change_visibility`` still wins, and the machine generates those runs itself. ``sweep`` (an
+``Expire`` alone) closes the window, as does the next ``advance``.
+
+The run stays deterministic although each queue has a background sweeper thread, because that
+thread never runs a round the spec does not also make:
+
+- a waking ``advance`` may wake it, but ``advance`` sweeps both sides at that same time anyway;
+- ``_arm`` notifies it only for a deadline earlier than the one it waits for. Before each
+  ``tick`` the machine makes every sweeper that could still be woken finish its round and go
+  back to waiting (:meth:`QueueMachine._settle_sweepers`, while nothing is due, so that round
+  changes nothing). It then waits for the earliest live deadline T; once a ``tick`` passes T, a
+  new deadline is ``now + vt > now >= T`` (``vt > 0``: no delivery here gets a visibility
+  timeout of 0, and ``change_visibility(..., 0)`` releases at once without arming), so nothing
+  wakes it until the window is closed;
+- ``shutdown()`` and ``close()`` wake it too (it then runs one last round), but the machine
+  calls them only in ``teardown``, after the last check.
+
+A visibility timeout of 0 (due at once, so the sweeper thread would release it at a moment of
+its choosing) is left to the harness tests, where a sweep follows every op.
 """
 
 from __future__ import annotations
 
 import os
+import sys
+from collections import Counter
 from dataclasses import dataclass
 from typing import Final
+from unittest import mock
 
+import pytest
 from hypothesis import HealthCheck, Phase, event, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
@@ -35,11 +59,13 @@ from hypothesis.stateful import (
     multiple,
     precondition,
     rule,
+    run_state_machine_as_test,
 )
 
 import impl
 import spec
 from model_tests.projection import from_snapshot, from_state, stats_counts, to_state
+from model_tests.support import ProbeClock
 
 settings.register_profile(
     "lockstep",
@@ -70,8 +96,9 @@ foreign = st.sampled_from((False, False, False, True))
 
 
 @dataclass(frozen=True)
-class Ticket:
-    """A receipt as both sides know it, issued by pair ``issuer``'s queue, aimed at pair ``aim``.
+class LockstepReceipt:
+    """A receipt as both sides of the lockstep know it (``impl`` and ``spec``), issued by pair
+    ``issuer``'s queue, aimed at pair ``aim``.
 
     Rules use it on ``aim``'s queue (or, one time in four, on the other one). ``aim`` differs
     from ``issuer`` only for the foreign receipts made by ``live_receipt``.
@@ -93,7 +120,7 @@ class QueueMachine(RuleBasedStateMachine):
 
     def __init__(self) -> None:
         super().__init__()
-        self.clock = impl.FakeClock()
+        self.clock = ProbeClock()
         self.now: spec.Time = 0.0
         self.queues: list[impl.Queue[str]] = []
         self.states: list[spec.State] = []
@@ -108,6 +135,9 @@ class QueueMachine(RuleBasedStateMachine):
         self.impl_now: list[spec.State | None] = [None, None]
         self.observed_step = -1
         self.step = 0
+        #: Receipts used in the window between their deadline and its sweep, by rule and
+        #: outcome ("delete: acted"): what shows that ``tick`` opens the window.
+        self.late: Counter[str] = Counter()
 
     # -- setup and teardown -------------------------------------------------------------------
 
@@ -188,19 +218,37 @@ class QueueMachine(RuleBasedStateMachine):
         assert (m.id, m.body, m.attempt) == (d.id, d.body, d.attempt)
         assert m.receipt == q.receipt(m.id, m.attempt), "receipt() does not name the delivery"
         self.attempts_seen[pair].setdefault(m.id, []).append(m.attempt)
-        return Ticket(pair, pair, m.receipt, d.receipt)
+        return LockstepReceipt(pair, pair, m.receipt, d.receipt)
 
     @rule(target=receipts, pair=pairs, id=ids, attempt=st.integers(0, 4))
-    def forge_receipt(self, pair: int, id: str, attempt: int) -> Ticket:
+    def forge_receipt(self, pair: int, id: str, attempt: int) -> LockstepReceipt:
         """A receipt for any (id, attempt) of a pair: live, stale, future or attempt 0."""
         self._stepped()
-        return Ticket(
+        return LockstepReceipt(
             pair, pair, self.queues[pair].receipt(id, attempt), spec.Receipt(pair, id, attempt)
         )
 
-    def _event(self, rule: str, ticket: Ticket, pair: int, acted: bool) -> None:
+    def _late(self, ticket: LockstepReceipt, pair: int) -> bool:
+        """Whether ``ticket`` names a live delivery of ``pair`` whose deadline has passed, not
+        yet swept (call it before the rule's transition)."""
+        m = self.states[pair].get(ticket.spec.id)
+        return (
+            m is not None
+            and m.status is spec.Status.IN_FLIGHT
+            and m.attempt == ticket.spec.attempt
+            and m.deadline is not None
+            and m.deadline <= self.now
+        )
+
+    def _event(
+        self, rule: str, ticket: LockstepReceipt, pair: int, acted: bool, late: bool
+    ) -> None:
         """Record what kind of receipt a rule used (``--hypothesis-show-statistics``)."""
         kind = "foreign" if pair != ticket.issuer else "own"
+        if late:
+            outcome = "acted" if acted else "refused"
+            self.late[f"{rule}: {kind}, {outcome}"] += 1
+            event(f"{rule}: {kind} receipt after its deadline, before its sweep, {outcome}")
         named_live = self.states[pair].get(ticket.spec.id)
         live_here = (
             named_live is not None
@@ -211,33 +259,36 @@ class QueueMachine(RuleBasedStateMachine):
         if kind == "foreign" and live_here:
             event(f"{rule}: foreign receipt naming a live delivery")
 
-    def _target(self, ticket: Ticket, other: bool) -> int:
+    def _target(self, ticket: LockstepReceipt, other: bool) -> int:
         return 1 - ticket.aim if other else ticket.aim
 
     @rule(ticket=receipts, other=foreign)
-    def delete(self, ticket: Ticket, other: bool) -> None:
+    def delete(self, ticket: LockstepReceipt, other: bool) -> None:
         self._stepped()
         pair = self._target(ticket, other)
+        late = self._late(ticket, pair)
         self.states[pair], want = spec.delete(self.states[pair], ticket.spec)
-        self._event("delete", ticket, pair, want)
+        self._event("delete", ticket, pair, want, late)
         assert self.queues[pair].delete(ticket.impl) == want
 
     @rule(ticket=receipts, other=foreign)
-    def retry(self, ticket: Ticket, other: bool) -> None:
+    def retry(self, ticket: LockstepReceipt, other: bool) -> None:
         self._stepped()
         pair = self._target(ticket, other)
+        late = self._late(ticket, pair)
         self.states[pair], want = spec.retry(self.states[pair], ticket.spec)
-        self._event("retry", ticket, pair, want)
+        self._event("retry", ticket, pair, want, late)
         assert self.queues[pair].retry(ticket.impl) == want
 
     @rule(ticket=receipts, other=foreign, timeout=st.sampled_from(EXTENDS))
-    def change_visibility(self, ticket: Ticket, other: bool, timeout: float) -> None:
+    def change_visibility(self, ticket: LockstepReceipt, other: bool, timeout: float) -> None:
         self._stepped()
         pair = self._target(ticket, other)
+        late = self._late(ticket, pair)
         self.states[pair], want = spec.change_visibility(
             self.states[pair], ticket.spec, timeout, self.now
         )
-        self._event("change_visibility", ticket, pair, want)
+        self._event("change_visibility", ticket, pair, want, late)
         assert self.queues[pair].change_visibility(ticket.impl, timeout) == want
 
     @rule(pair=pairs, data=st.data())
@@ -260,33 +311,92 @@ class QueueMachine(RuleBasedStateMachine):
             {m.deadline for s in self.states for m in s.messages if m.deadline is not None}
         )
 
-    @rule(data=st.data())
-    def advance(self, data: st.DataObject) -> None:
-        """Move the shared clock on, then sweep every queue; often exactly onto a deadline."""
-        self._stepped()
+    def _draw_dt(self, data: st.DataObject, hows: tuple[str, ...]) -> float:
+        """How far to move the clock: ``hows`` weighs "exactly onto a deadline", "just before"
+        or "just after" one, and "any" amount (the only choice with no deadline)."""
         deadlines = self._deadlines()
-        how = data.draw(
-            st.sampled_from(("exact", "exact", "before", "after", "any"))
-            if deadlines
-            else st.just("any"),
-            label="how",
-        )
+        how = data.draw(st.sampled_from(hows) if deadlines else st.just("any"), label="how")
         if how == "any":
             dt = data.draw(st.integers(0, 12).map(lambda n: n / 4), label="dt")
         else:
             target = data.draw(st.sampled_from(deadlines), label="deadline")
             dt = max(0.0, target - self.now + {"exact": 0.0, "before": -0.25, "after": 0.25}[how])
+        return dt
+
+    @rule(data=st.data())
+    def advance(self, data: st.DataObject) -> None:
+        """Move the shared clock on, then sweep every queue (TLA+ ``Tick`` then ``Expire``)."""
+        self._stepped()
+        dt = self._draw_dt(data, ("exact", "exact", "before", "after", "any"))
         self.clock.advance(dt)
         self.now += dt
         assert self.clock.now() == self.now
         self._sweep_all()
 
+    @rule(target=receipts, data=st.data())
+    def tick(self, data: st.DataObject) -> object:
+        """Move the shared clock on and sweep nothing (TLA+ ``Tick`` alone): a deadline it
+        reaches has passed, its sweep has not run, its receipt is still live.
+
+        Returns the receipts of the deliveries it made due, so that rules use them in the window
+        (the bundle is drawn from uniformly: without them a late use would be rare).
+        """
+        self._stepped()
+        # Onto a deadline or past it, mostly: what opens the window.
+        dt = self._draw_dt(data, ("exact", "exact", "after", "any"))
+        self._settle_sweepers()
+        was_due = [set(spec.due(s, self.now)) for s in self.states]
+        self.clock.advance(dt, wake=False)
+        self.now += dt
+        assert self.clock.now() == self.now
+        made_due: list[LockstepReceipt] = []
+        for pair, s in enumerate(self.states):
+            for id in spec.due(s, self.now):
+                m = s.get(id)
+                if id not in was_due[pair] and m is not None:
+                    made_due.append(
+                        LockstepReceipt(
+                            pair,
+                            pair,
+                            self.queues[pair].receipt(id, m.attempt),
+                            spec.Receipt(pair, id, m.attempt),
+                        )
+                    )
+        return multiple(*made_due)
+
+    def _settle_sweepers(self) -> None:
+        """Make sure no queue's sweeper thread can run a round after the clock moves quietly.
+
+        A queue with something due is skipped: its sweeper already waits, un-notified, for a
+        deadline that has passed, and nothing wakes it before the window closes (see the module
+        docstring). So is a queue with no deadline: a round there releases nothing. Every other
+        sweeper is notified here, runs one round (nothing is due: it releases nothing) and goes
+        back to waiting; a notify it had pending is used up by the same round.
+        """
+        for pair, s in enumerate(self.states):
+            if not spec.due(s, self.now) and any(m.deadline is not None for m in s.messages):
+                self._settle_sweeper(pair)
+
+    def _settle_sweeper(self, pair: int) -> None:
+        q = self.queues[pair]
+        with q.mutex:
+            # The log's WaitCalls stay in it, so their ids stay unique: "a wait not in before"
+            # is a wait begun after this notify.
+            before = {id(c) for c in self.clock.calls}
+            q.new_deadline.notify_all()
+        assert self.clock.wait_for_call(
+            lambda c: c.cond is q.new_deadline and id(c) not in before
+        ), f"queue {pair}: the sweeper thread did not go back to waiting"
+        # It logged that wait with the lock held: once we hold the lock, it is asleep in it.
+        with q.mutex:
+            pass
+
     @precondition(lambda self: any(m.deadline is not None for s in self.states for m in s.messages))
     @rule()
     def sweep(self) -> None:
-        """Sweep again with the clock unchanged: ``advance`` already applied every expiry due."""
+        """Sweep every queue with the clock unchanged (TLA+ ``Expire`` alone): what a ``tick``
+        made due is released now; after an ``advance`` nothing is due."""
         self._stepped()
-        assert all(spec.due(s, self.now) == () for s in self.states)
         self._sweep_all()
 
     def _sweep_all(self) -> None:
@@ -296,7 +406,7 @@ class QueueMachine(RuleBasedStateMachine):
 
     @precondition(lambda self: any(s.in_flight for s in self.states))
     @rule(target=receipts, data=st.data())
-    def live_receipt(self, data: st.DataObject) -> Ticket:
+    def live_receipt(self, data: st.DataObject) -> LockstepReceipt:
         """A receipt naming an in-flight delivery (id, attempt), aimed at the message's queue.
 
         Issued by that queue it is live; issued by the other queue it is the most dangerous
@@ -304,10 +414,16 @@ class QueueMachine(RuleBasedStateMachine):
         """
         self._stepped()
         pair = data.draw(st.sampled_from([p for p in PAIRS if self.states[p].in_flight]))
-        m = self.states[pair].get(data.draw(st.sampled_from(self.states[pair].in_flight)))
+        # Usually a delivery whose deadline has passed but not been swept, if there is one:
+        # its receipt is live only until the sweep, which is what makes it worth a rule's use.
+        due = spec.due(self.states[pair], self.now)
+        prefer_due = bool(due) and data.draw(st.integers(0, 3), label="prefer due") > 0
+        m = self.states[pair].get(
+            data.draw(st.sampled_from(due if prefer_due else self.states[pair].in_flight))
+        )
         assert m is not None
         issuer = data.draw(st.sampled_from((pair, 1 - pair)), label="issuer")
-        return Ticket(
+        return LockstepReceipt(
             issuer,
             pair,
             self.queues[issuer].receipt(m.id, m.attempt),
@@ -391,3 +507,87 @@ class QueueMachine(RuleBasedStateMachine):
 
 QueueMachine.TestCase.settings = settings.get_profile("lockstep")
 TestLockstep = QueueMachine.TestCase
+
+
+# -- the window between a deadline and its sweep ---------------------------------------------
+
+#: A derandomized search, without shrinking: the same on every run, and seconds long (the
+#: first example that shows the fact ends it; the bound is far above what that takes).
+WINDOW_SEARCH: Final = settings(
+    max_examples=2000,
+    stateful_step_count=50,
+    derandomize=True,
+    database=None,
+    deadline=None,
+    phases=[Phase.generate],
+    suppress_health_check=list(HealthCheck),
+)
+
+
+class LateDeleteWon(Exception):
+    """Raised by :class:`LateDeleteFinder` once a delete has acted with a late receipt."""
+
+
+class LateDeleteFinder(QueueMachine):
+    """The machine, stopping as soon as a delete acts with a receipt used in the window."""
+
+    @invariant()
+    def no_late_delete_yet(self) -> None:
+        if self.late["delete: own, acted"]:
+            raise LateDeleteWon
+
+
+def test_the_machine_generates_late_deletes_that_win() -> None:
+    """``tick`` opens the window and the machine itself then deletes with a still-live receipt
+    in it, which acts; the impl equals the spec at every step before that, although each
+    queue's sweeper thread runs (a round of it after the tick would release the delivery).
+    (Late retries and visibility changes are generated too, more rarely: the statistics show
+    them, ``--hypothesis-show-statistics``.)"""
+    with pytest.raises(LateDeleteWon):
+        run_state_machine_as_test(LateDeleteFinder, settings=WINDOW_SEARCH)
+
+
+class _Draws:
+    """Stands in for a rule's ``st.data()``: its draws return these values, in order."""
+
+    def __init__(self, *values: object) -> None:
+        self._values = list(values)
+
+    def draw(self, strategy: object, label: object = None) -> object:
+        return self._values.pop(0)
+
+
+#: A late use of the receipt, as (rule, arguments besides the receipt).
+LATE_USES: Final = {
+    "delete": {},
+    "retry": {},
+    "change_visibility": {"timeout": 2.0},
+}
+
+
+def _late_use(m: QueueMachine, name: str) -> None:
+    """send a, receive it (deadline 1.0), tick exactly onto the deadline, then ``name`` with
+    its receipt; the whole observable state is compared after each step."""
+    m.create_queues(capacity=None, vt=1.0, max_receives=None)
+    m.send(pair=0, id="a", body="x")
+    ticket = m.receive(data=_Draws(1, 0), vt="default")
+    assert isinstance(ticket, LockstepReceipt)
+    m.tick(data=_Draws("exact", 1.0))
+    m.observable_state_matches_spec()
+    getattr(m, name)(ticket=ticket, other=False, **LATE_USES[name])
+    m.observable_state_matches_spec()
+    assert m.late == Counter({f"{name}: own, acted": 1})
+
+
+@pytest.mark.parametrize("name", list(LATE_USES))
+def test_a_late_use_after_a_tick_onto_the_deadline_wins_every_time(name: str) -> None:
+    """The sweeper thread is started by the receive just before the tick: without
+    ``_settle_sweepers`` its first round may run after the tick and release ``a`` (it does,
+    most times), and the late use would be refused by the queue."""
+    with mock.patch.object(sys.modules[__name__], "event", lambda *a, **k: None):
+        for _ in range(100):
+            m = QueueMachine()
+            try:
+                _late_use(m, name)
+            finally:
+                m.teardown()
