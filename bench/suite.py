@@ -110,7 +110,7 @@ class Target:
         return x >= self.limit if self.op == ">=" else x <= self.limit
 
 
-#: The project's targets, by row key (README: "Benchmarks").
+#: The project's targets, by row key (docs/benchmarks.md).
 TARGETS = {
     "cycle_4x4_vs_queue": Target("ratio", ">=", 0.5, "ratio >= 0.5"),
     "cycle_4x4_vs_moto": Target("ratio", ">=", 10.0, "ratio >= 10"),

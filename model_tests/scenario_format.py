@@ -11,7 +11,7 @@ checked by its kind (:func:`op_table`); ``dead``, ``new`` and ``use`` are the ha
 It runs nothing: both targets of the harness (:mod:`model_tests.targets`) share this parser, so
 they can never disagree about what a scenario means.
 
-Choices the contract leaves open, made here and documented in the README:
+Choices the contract leaves open, made here and documented in ``docs/testing.md``:
 
 - ``capacity`` is required; ``null`` means unbounded, otherwise an integer >= 0.
 - ``visibility_timeout`` (default ``null``: never expires) is a finite number >= 0;
