@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+import bench.icount as icount
 from bench.cycle import one_cpu, optional
 from bench.report import Row, format_table
 from bench.suite import TARGETS, Target
@@ -168,3 +169,27 @@ def test_skipped_row_is_shown_as_skipped() -> None:
                   note="skipped (pip install moto[sqs] boto3)")  # fmt: skip
     line = format_table([skipped]).splitlines()[-1]
     assert "skipped (pip install moto[sqs] boto3)" in line and line.rstrip(" |").endswith("skipped")
+
+
+# -- bench.icount: instruction counts against a base revision ------------------------------------
+
+
+def test_icount_reads_the_instruction_total_from_callgrinds_summary() -> None:
+    out = "==41== Callgrind, a call-graph profiler\n==41==\n==41== I   refs:      298,061,620\n"
+    assert icount.parse_refs(out) == 298_061_620
+
+
+def test_icount_says_clearly_when_there_is_no_count_or_no_valgrind(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(icount.IcountError, match="no 'I refs' line"):
+        icount.parse_refs("==41== Events    : Ir\n")
+    monkeypatch.setattr("bench.icount.shutil.which", lambda name: None)
+    assert icount.main(["--base", "HEAD"]) == 1
+    assert "valgrind is not installed" in capsys.readouterr().err
+
+
+def test_icount_takes_impl_from_the_base_revision(tmp_path: Path) -> None:
+    root = icount.extract_impl("HEAD", tmp_path)
+    assert (root / "impl" / "queue.py").read_text().startswith('"""')
+    assert not (root / "spec").exists()
