@@ -15,7 +15,7 @@ seed, a thin adapter over the same engine.
 from impl.clock import Clock, FakeClock, MonotonicClock
 from impl.errors import DuplicateIdError, Empty, Full, ShutDown
 from impl.jobqueue import Job, JobQueue
-from impl.message import Message, Receipt, Snapshot, SnapshotMessage, Stats
+from impl.message import Health, Message, Receipt, Snapshot, SnapshotMessage, Stats
 from impl.queue import Queue, TraceStep
 
 __all__ = [
@@ -24,6 +24,7 @@ __all__ = [
     "Empty",
     "FakeClock",
     "Full",
+    "Health",
     "Job",
     "JobQueue",
     "Message",

@@ -17,7 +17,7 @@ import threading
 import time
 from typing import Protocol, runtime_checkable
 
-from impl.validate import is_number
+from impl.validate import is_number, to_finite
 
 
 @runtime_checkable
@@ -79,9 +79,7 @@ class FakeClock:
     def __init__(self, start: float = 0.0) -> None:
         if not is_number(start):
             raise TypeError(f"start must be a number, got {type(start).__name__}")
-        if math.isnan(start) or math.isinf(start):
-            raise ValueError(f"start must be finite, got {start!r}")
-        self._time = float(start)
+        self._time = to_finite("start", start)
         # Guards _time, _waiting and _count. Never held while taking a condition's lock.
         self._lock = threading.Lock()
         # Notified whenever a thread starts or stops waiting: what wait_for_waiters waits on.
@@ -100,14 +98,17 @@ class FakeClock:
         """Move the time on by ``dt >= 0`` seconds and wake every wait whose deadline it reaches.
 
         Raises ``TypeError`` if ``dt`` is not a number and ``ValueError`` if it is negative, NaN
-        or infinite; the time is then unchanged.
+        or infinite, or if the new time would not be finite; the time is then unchanged.
         """
         if not is_number(dt):
             raise TypeError(f"dt must be a number, got {type(dt).__name__}")
-        if math.isnan(dt) or math.isinf(dt) or dt < 0:
+        step = to_finite("dt", dt)
+        if step < 0:
             raise ValueError(f"dt must be a finite number >= 0, got {dt!r}")
         with self._lock:
-            self._time += dt
+            if math.isinf(self._time + step):
+                raise ValueError(f"dt is too large: the time {self._time!r} + {dt!r} is not finite")
+            self._time += step
             conds = [
                 cond
                 for cond, deadlines in self._waiting.items()
@@ -165,3 +166,23 @@ class FakeClock:
 
     def __repr__(self) -> str:
         return f"FakeClock({self.now()!r})"
+
+
+def check_clock(name: str, value: object) -> Clock:
+    """A clock *instance* whose ``now`` and ``wait`` are callable, and whose ``now()`` reads a
+    finite number; ``TypeError``/``ValueError`` naming ``name`` otherwise.
+
+    ``runtime_checkable`` protocols only look for the attributes, so the class ``FakeClock``
+    itself, or an object whose ``now`` is a number, would pass ``isinstance(value, Clock)``.
+    """
+    if isinstance(value, type):
+        raise TypeError(f"{name} must be a Clock instance, got the class {value.__name__}")
+    for method in ("now", "wait"):
+        if not callable(getattr(value, method, None)):
+            # A Clock has callable now() and wait(cond, deadline); this has no callable method.
+            raise TypeError(f"{name} must be a Clock, got {type(value).__name__}")
+    reading = value.now()  # type: ignore[attr-defined]
+    if not is_number(reading):
+        raise TypeError(f"{name}.now() must return a number, got {type(reading).__name__}")
+    to_finite(f"{name}.now()", reading)
+    return value  # type: ignore[return-value]

@@ -88,3 +88,20 @@ class Snapshot(Generic[T]):
     dead: tuple[SnapshotMessage[T], ...]
     done: frozenset[str]
     cancelled: frozenset[str]
+
+
+@dataclass(frozen=True, slots=True)
+class Health:
+    """Whether expiry is working, read in one atomic step (see ``Queue.health``).
+
+    ``sweeper_running``  a sweeper thread is alive now;
+    ``sweeper_failures`` how many sweeper threads have died of an exception so far;
+    ``last_error``       the latest such exception (or a failed restart), else ``None``;
+    ``expiry_stalled``   deadlines are armed, the queue is not closed, and no sweeper is alive:
+                         nothing expires them until the next restart.
+    """
+
+    sweeper_running: bool
+    sweeper_failures: int
+    last_error: BaseException | None
+    expiry_stalled: bool

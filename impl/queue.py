@@ -6,6 +6,14 @@ the pure state, then notifies every condition whose waiters it may have enabled.
 from the injected clock; expiry is applied by :meth:`Queue.sweep`, which a lazily started sweeper
 thread runs whenever the earliest deadline comes due. Nothing here sleeps or polls.
 
+Failure model (docs/failure-model.md): every transition first does all that can raise (argument
+checks, reading the clock, calling the trace sink, starting the sweeper thread), then commits
+its change with code that does not raise, then notifies; so it takes full effect or none. The
+sweeper holds only a weak reference to its queue, reports its own death (``Queue.health``, the
+``impl.queue`` logger) and is restarted on demand; ``mutex`` is an ``RLock``, whose re-acquire
+inside ``Condition.wait`` a signal handler cannot interrupt; fork handlers give a child process
+fresh locks.
+
 As in ``queue.Queue`` (whose ``_put``/``_get``/``_qsize`` a subclass may override), each public
 method does the checking, locking, waiting, tracing and self-checking, and calls small steps for
 the state change; those steps are the documented seam for subclasses (``Queue``'s docstring,
@@ -17,19 +25,25 @@ from __future__ import annotations
 import enum
 import heapq
 import itertools
+import logging
+import os
 import threading
+import warnings
+import weakref
 from collections import OrderedDict
 from collections.abc import Callable
 from types import TracebackType
-from typing import Final, Generic, Literal, TypeVar
+from typing import Any, Final, Generic, Literal, TypeVar
 
-from impl.clock import Clock, MonotonicClock
+from impl.clock import Clock, MonotonicClock, check_clock
 from impl.errors import DuplicateIdError, Empty, Full, ShutDown
-from impl.message import Message, Receipt, Snapshot, SnapshotMessage, Stats
+from impl.message import Health, Message, Receipt, Snapshot, SnapshotMessage, Stats
 from impl.validate import (
     check_bool,
+    check_callable,
     check_id,
     check_int,
+    check_later,
     check_optional_int,
     check_optional_time,
     check_time,
@@ -50,12 +64,111 @@ _QUEUE_DEFAULT: Final = _Default.QUEUE_DEFAULT
 _tokens = itertools.count(1)
 _tokens_lock = threading.Lock()
 
+#: Where a sweeper's death is reported (at ERROR, with its traceback).
+log = logging.getLogger("impl.queue")
+
 #: One recorded transition, ``(action, args, result, now)``: see :meth:`Queue.record_trace`.
 TraceStep = tuple[str, tuple[object, ...], object, float]
 
 #: An expiry heap entry: (deadline, receive sequence, id, attempt). Ordered by deadline, then by
 #: receive order, which is exactly the order in which the contract's ``expire`` releases.
 _Entry = tuple[float, int, str, int]
+
+
+class _SweeperLink:
+    """What a sweeper thread shares with its queue, so that it need not hold the queue itself.
+
+    The thread keeps this and a weak reference to the queue; while it waits it holds no strong
+    reference, so a queue nobody uses can be collected, and its ``__del__`` (or ``close``) sets
+    ``stopped`` and notifies ``cond`` to end the thread.
+    """
+
+    __slots__ = ("clock", "cond", "mutex", "stopped", "waiting")
+
+    def __init__(
+        self,
+        mutex: threading.RLock,
+        cond: threading.Condition,
+        clock: Clock,
+        waiting: dict[threading.Condition, int],
+    ) -> None:
+        self.mutex = mutex
+        self.cond = cond
+        self.clock = clock
+        self.waiting = waiting
+        self.stopped = False
+
+
+def _sweep_forever(ref: weakref.ReferenceType[Queue[Any]], link: _SweeperLink) -> None:
+    """The sweeper thread: expire what is due, then wait for the next deadline or a notify.
+
+    It takes a strong reference to the queue only for one round of work, under the mutex, and
+    drops it before it waits. Any exception ends the thread after it is reported
+    (``Queue._sweeper_died``); the next arm, ``sweep()`` or ``health()`` starts another.
+    """
+    with link.mutex:
+        while not link.stopped:
+            q = ref()
+            if q is None:
+                return
+            try:
+                target = q._sweep_round()
+            except BaseException as e:
+                q._sweeper_died(link, e)
+                return
+            del q  # may run the queue's __del__ right here, which sets link.stopped
+            if link.stopped:
+                return
+            link.waiting[link.cond] += 1
+            try:
+                link.clock.wait(link.cond, target)
+            except BaseException as e:
+                link.waiting[link.cond] -= 1
+                q = ref()
+                if q is not None:
+                    q._sweeper_died(link, e)
+                return
+            link.waiting[link.cond] -= 1
+
+
+# Every live queue, for the fork handlers: the parent takes every queue's mutex before a fork
+# (so no queue is copied mid-transition) and the child gives each a fresh lock and no sweeper.
+_queues: weakref.WeakSet[Queue[Any]] = weakref.WeakSet()
+_queues_lock = threading.Lock()
+_forking: list[Queue[Any]] = []
+
+
+def _before_fork() -> None:
+    _tokens_lock.acquire()
+    _queues_lock.acquire()
+    _forking[:] = sorted(_queues, key=lambda q: q._token)
+    for q in _forking:
+        q.mutex.acquire()
+
+
+def _after_fork_in_parent() -> None:
+    for q in reversed(_forking):
+        q.mutex.release()
+    _forking.clear()
+    _queues_lock.release()
+    _tokens_lock.release()
+
+
+def _after_fork_in_child() -> None:
+    global _tokens_lock, _queues_lock
+    _tokens_lock = threading.Lock()
+    _queues_lock = threading.Lock()
+    for q in _forking:
+        q._reinit_after_fork()
+    _forking.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(
+        before=_before_fork,
+        after_in_parent=_after_fork_in_parent,
+        after_in_child=_after_fork_in_child,
+    )
 
 
 def _not_a_receipt(value: object) -> TypeError:
@@ -123,8 +236,19 @@ class Queue(Generic[T]):
     meanwhile), passes the notify on. Shutdown notifies everyone.
 
     Threads: the first finite deadline starts one daemon sweeper thread; a queue whose
-    deliveries never expire never starts one. The sweeper keeps the queue alive, so close the
-    queue (or use ``with``) when done with it; ``close()`` joins the thread.
+    deliveries never expire never starts one. The sweeper holds only a weak reference to the
+    queue: a queue nobody references is collected and its sweeper ends (with a
+    ``ResourceWarning`` if it still held active messages). Close the queue (or use ``with``)
+    when done with it; ``close()`` joins the thread.
+
+    Failures: every public method either takes full effect (and its notifies happen) or raises
+    and leaves the queue exactly as it was, whatever raises inside it: the clock, the trace
+    sink, the start of the sweeper thread. Each transition does all that can fail first, then
+    commits. A sweeper that dies of an exception is logged (logger ``impl.queue``) and reported
+    by :meth:`health`, and the next arm, ``sweep()`` or ``health()`` starts another. A caller
+    interrupted while it waits (an exception from a signal handler) passes on the notify it may
+    have taken, and holds the lock again when the exception leaves the wait (``mutex`` is an
+    ``RLock``). See docs/failure-model.md for what is and is not promised.
 
     Hooks for subclasses: each public method checks its arguments, takes ``mutex``, waits if it
     must, calls the steps below for the state change, records the trace and runs ``_check``.
@@ -133,17 +257,23 @@ class Queue(Generic[T]):
     ``_wait``), and is documented with its contract. A step that makes something available
     wakes its waiters itself, through ``_notify``, except ``_release``, whose callers do.
 
+    Steps that change state run in the commit phase of their transition (after the trace sink
+    and everything else that may fail), so they must not raise; guards (``_live``,
+    ``_to_delete``) and waits run before it.
+
     - ``_wait_for_visible(block, wait)``: receive's wait, until something is visible.
-    - ``_deliver(vt)``: receive's step: the head becomes in flight, attempt + 1, deadline.
+    - ``_deliver(deadline)``: receive's step: the head becomes in flight, attempt + 1, deadline.
     - ``_receipt(rec)``: make the receipt of ``rec``'s delivery, which becomes the live one.
     - ``_live(receipt)``: the in-flight record ``receipt`` names, if it is live.
-    - ``_delete(receipt)``, ``_retry(receipt)``: the steps of delete and retry.
-    - ``_extend(rec, t)``: change_visibility's step for ``t > 0``: deadline now + ``t``, armed.
+    - ``_to_delete(receipt)``: the record a delete acts on: the live one.
+    - ``_delete(rec)``, ``_retry(rec)``: the steps of delete and retry.
+    - ``_extend(rec, t, now)``: change_visibility's step for ``t > 0``: deadline now + ``t``.
     - ``_remove(id)``: cancel's step: take an active message out of visible or in flight.
     - ``_release(rec)``: dead-letter (if ``_dies(rec)``) or append to the visible tail.
     - ``_dies(rec)``: the dead-letter policy, asked at each release.
     - ``_arm(rec)``: put a deadline where the sweeper looks, and wake or start the sweeper.
-    - ``_expire(now)``: the sweep, a fold of ``_expire_one(rec, now)`` over what is due.
+    - ``_expire(now)``: the sweep: collect what is due, trace it, then fold ``_expire_one``.
+    - ``_expire_one(rec, now)``: expiry's step for one due delivery: release it, notify.
     - ``_next_deadline()``: the deadline the sweeper sleeps until next.
     - ``_has_room()``: ``CapacityBound``'s test, for send.
     - ``_notify(cond)`` and ``_wait(cond, deadline)``: every wakeup and every wait.
@@ -166,15 +296,15 @@ class Queue(Generic[T]):
         self._capacity = check_optional_int("capacity", capacity, 0)
         self._visibility_timeout = check_optional_time("visibility_timeout", visibility_timeout)
         self._max_receives = check_optional_int("max_receives", max_receives, 1)
-        if clock is None:
-            clock = MonotonicClock()
-        elif not isinstance(clock, Clock):
-            raise TypeError(f"clock must be a Clock, got {type(clock).__name__}")
-        self._clock: Clock = clock
+        self._clock: Clock = MonotonicClock() if clock is None else check_clock("clock", clock)
         with _tokens_lock:
             self._token = next(_tokens)
 
-        self.mutex = threading.Lock()
+        # An RLock, not a Lock: Condition.wait re-takes an RLock in a way that a signal handler
+        # cannot interrupt, and an RLock can never be released by a thread that does not hold
+        # it. With a Lock, a KeyboardInterrupt while re-taking it leaves the waiter outside the
+        # lock, and its ``with`` then releases a lock that another thread holds.
+        self.mutex = threading.RLock()
         # Receivers wait here for a visible message. Notified once per message made visible, by
         # send and by every release to VISIBLE (retry, change_visibility(0), expiry); notified
         # all at shutdown, so blocked receivers raise ShutDown at once.
@@ -201,11 +331,20 @@ class Queue(Generic[T]):
         self._ids = itertools.count(1)  # for generated ids
         self._shutdown = False
         self._closed = False
+        # The sweeper thread, while one is alive (started by the first arm), and what it shares.
         self._sweeper: threading.Thread | None = None
+        self._link: _SweeperLink | None = None
         # The deadline the sweeper is waiting for (None: it waits for a notify only).
         self._sweeper_target: float | None = None
+        self._sweeper_failures = 0
+        self._last_error: BaseException | None = None
         # Where record_trace sends each transition; None (the default): nowhere, at no cost.
         self._trace: Callable[[TraceStep], None] | None = None
+        # The thread now inside the trace sink, so a call back into the queue from the sink is
+        # refused (with an RLock it would otherwise re-enter a half-done transition).
+        self._sink_thread: int | None = None
+        with _queues_lock:
+            _queues.add(self)
 
     # -- configuration ------------------------------------------------------------------------
 
@@ -238,23 +377,26 @@ class Queue(Generic[T]):
     ) -> str:
         """Append a message to the tail of the visible FIFO and return its id.
 
-        ``id`` must be new to this queue; ``None`` asks for a fresh generated id. When the queue
-        is full, wait for room (``block=True``, at most ``timeout`` seconds if given) or raise
-        :class:`Full` at once (``block=False``). Either the message is accepted, or an exception
-        leaves the queue unchanged and the id unreserved: ``TypeError``/``ValueError`` for bad
-        arguments and :class:`DuplicateIdError` (a ``ValueError``) for an id already accepted,
-        all before any waiting; :class:`Full` when no room came; :class:`ShutDown` after
-        ``shutdown()``. An id that another sender takes while this one waits raises
-        :class:`DuplicateIdError` when this one wakes.
+        ``id`` must be new to this queue; ``None`` asks for a fresh generated id (a ``str``
+        subclass is stored as a plain ``str``). When the queue is full, wait for room
+        (``block=True``, at most ``timeout`` seconds if given) or raise :class:`Full` at once
+        (``block=False``). Either the message is accepted, or an exception leaves the queue
+        unchanged and the id unreserved: ``TypeError``/``ValueError`` for bad arguments and
+        :class:`DuplicateIdError` (a ``ValueError``) for an id already accepted, all before any
+        waiting; :class:`Full` when no room came; :class:`ShutDown` after ``shutdown()``; and
+        whatever the clock or the trace sink raises. An id that another sender takes while this
+        one waits raises :class:`DuplicateIdError` when this one wakes.
         """
         if id is not None:
-            check_id("id", id)
+            id = check_id("id", id)
         check_bool("block", block)
         wait = check_optional_time("timeout", timeout)
+        if self._sink_thread is not None:
+            self._refuse_reentry("send")
         with self.mutex:
             if id is not None and id in self._accepted:
                 raise DuplicateIdError(f"id {id!r} was already accepted by this queue")
-            endtime = None if wait is None else self._clock.now() + wait
+            endtime = None if wait is None else check_later("timeout", self._clock.now(), wait)
             while True:
                 if self._shutdown:
                     raise ShutDown("send on a queue that has been shut down")
@@ -273,10 +415,11 @@ class Queue(Generic[T]):
                 self._wait(self.not_full, endtime)
             if id is None:
                 id = self._fresh_id()
-            self._accepted.add(id)
-            self._visible[id] = Record(id, body)
             if self._trace is not None:
                 self._record("send", (id,), True)
+            # commit
+            self._accepted.add(id)
+            self._visible[id] = Record(id, body)
             self._notify(self.not_empty)
             self._check()
             return id
@@ -297,7 +440,8 @@ class Queue(Generic[T]):
         :class:`Empty` at once (``block=False``); :class:`Empty` also when the timeout runs out.
         After ``shutdown()`` what is still visible is delivered, then :class:`ShutDown` is
         raised. Bad arguments raise ``TypeError``/``ValueError`` before any waiting. On any
-        exception the queue is unchanged.
+        exception (including one from the clock, the trace sink or the start of the sweeper
+        thread) the queue is unchanged.
         """
         check_bool("block", block)
         wait = check_optional_time("timeout", timeout)
@@ -305,15 +449,25 @@ class Queue(Generic[T]):
             vt = self._visibility_timeout
         else:
             vt = check_optional_time("visibility_timeout", visibility_timeout)
+        if self._sink_thread is not None:
+            self._refuse_reentry("receive")
         with self.mutex:
             if not self._visible:
                 self._wait_for_visible(block, wait)
-            rec = self._deliver(vt)
+            if vt is None:
+                deadline = None
+            else:
+                deadline = check_later("visibility_timeout", self._clock.now(), vt)
+                if self._sweeper is None:
+                    self._start_sweeper()
+            if self._trace is not None:
+                head = next(iter(self._visible.values()))
+                self._record("receive", (vt,), (head.id, head.attempt + 1, deadline))
+            # commit
+            rec = self._deliver(deadline)
             receipt = rec.receipt = self._receipt(rec)
             if rec.deadline is not None:
                 self._arm(rec)
-            if self._trace is not None:
-                self._record("receive", (vt,), (rec.id, rec.attempt, rec.deadline))
             self._check()
             return Message(rec.id, rec.body, rec.attempt, receipt)
 
@@ -326,12 +480,15 @@ class Queue(Generic[T]):
         """
         if not isinstance(receipt, Receipt):
             raise _not_a_receipt(receipt)
+        if self._sink_thread is not None:
+            self._refuse_reentry("delete")
         with self.mutex:
-            rec = self._delete(receipt)
+            rec = self._to_delete(receipt)
             if self._trace is not None:
                 self._record("delete", (receipt.id, receipt.attempt), rec is not None)
             if rec is None:
                 return False
+            self._delete(rec)
             self._check()
             return True
 
@@ -342,12 +499,15 @@ class Queue(Generic[T]):
         """
         if not isinstance(receipt, Receipt):
             raise _not_a_receipt(receipt)
+        if self._sink_thread is not None:
+            self._refuse_reentry("retry")
         with self.mutex:
-            rec = self._retry(receipt)
+            rec = self._live(receipt)
             if self._trace is not None:
                 self._record("retry", (receipt.id, receipt.attempt), rec is not None)
             if rec is None:
                 return False
+            self._retry(rec)
             self._check()
             return True
 
@@ -362,6 +522,8 @@ class Queue(Generic[T]):
         if not isinstance(receipt, Receipt):
             raise _not_a_receipt(receipt)
         t = check_time("timeout", timeout)
+        if self._sink_thread is not None:
+            self._refuse_reentry("change_visibility")
         with self.mutex:
             rec = self._live(receipt)
             if rec is None:
@@ -369,11 +531,17 @@ class Queue(Generic[T]):
                     self._record("change_visibility", (receipt.id, receipt.attempt, t), False)
                 return False
             if t == 0:
+                if self._trace is not None:
+                    self._record("change_visibility", (rec.id, rec.attempt, t), None)
                 self._notify(self._release(rec))
             else:
-                self._extend(rec, t)
-            if self._trace is not None:
-                self._record("change_visibility", (rec.id, rec.attempt, t), rec.deadline)
+                now = self._clock.now()
+                deadline = check_later("timeout", now, t)
+                if self._sweeper is None:
+                    self._start_sweeper()
+                if self._trace is not None:
+                    self._record("change_visibility", (rec.id, rec.attempt, t), deadline, now)
+                self._extend(rec, t, now)
             self._check()
             return True
 
@@ -383,11 +551,14 @@ class Queue(Generic[T]):
         The other visible messages keep their order. For an unknown id or a finished message,
         ``False`` and the queue is unchanged. ``TypeError``/``ValueError`` for a malformed id.
         """
-        check_id("id", id)
+        id = check_id("id", id)
+        if self._sink_thread is not None:
+            self._refuse_reentry("cancel")
         with self.mutex:
-            rec = self._remove(id)
             if self._trace is not None:
-                self._record("cancel", (id,), rec is not None)
+                active = id in self._visible or id in self._in_flight
+                self._record("cancel", (id,), active)
+            rec = self._remove(id)
             if rec is None:
                 return False
             self._cancelled.add(id)
@@ -407,11 +578,18 @@ class Queue(Generic[T]):
     def sweep(self) -> None:
         """Apply every expiry due now: release each in-flight message whose deadline <= now.
 
-        In order of deadline, ties by receive order, as one atomic step. This is what the
-        sweeper thread runs; call it directly after advancing a fake clock.
+        In order of deadline, ties by receive order, as one atomic step (if the clock or the
+        trace sink raises, no release of this sweep happens). This is what the sweeper thread
+        runs; call it directly after advancing a fake clock. It also restarts a sweeper thread
+        that died (see :meth:`health`).
         """
+        if self._sink_thread is not None:
+            self._refuse_reentry("sweep")
         with self.mutex:
-            self._expire(self._clock.now())
+            now = self._clock.now()
+            if self._sweeper is None and self._expiry and not self._closed:
+                self._start_sweeper()  # before the sweep commits: a failed start changes nothing
+            self._expire(now)
             self._check()
 
     def record_trace(self, sink: Callable[[TraceStep], None] | None) -> None:
@@ -423,11 +601,19 @@ class Queue(Generic[T]):
         ``("change_visibility", (id, attempt, timeout), result, now)`` with result ``False`` (not
         live), the new deadline, or ``None`` (released), ``("cancel", (id,), ok, now)``, and one
         ``("expire", (), id, now)`` per message a sweep releases, ``now`` being the sweep's time.
-        ``sink`` is called inside the transition's critical section, so the order of the calls
-        is the order in which the transitions took effect (their linearization order); it must
-        be quick and must not call the queue. Off by default, and then each transition pays one
-        ``is None`` test. ``tla/trace.py`` checks a recorded trace against ``tla/Queue.tla``.
+        ``sink`` is called inside the transition's critical section, after everything else that
+        can fail and just before the change is applied, so the order of the calls is the order
+        in which the transitions took effect (their linearization order). A sink that raises
+        vetoes its transition: the queue is left unchanged and the exception propagates (for a
+        sweep, no release of that sweep happens). The sink must be quick, and must not call the
+        queue: any call from inside the sink raises ``RuntimeError``. Off by default, and then
+        each transition pays one ``is None`` test. ``tla/trace.py`` checks a recorded trace
+        against ``tla/Queue.tla``. ``TypeError`` if ``sink`` is neither callable nor ``None``.
         """
+        if sink is not None:
+            check_callable("sink", sink)
+        if self._sink_thread is not None:
+            self._refuse_reentry("record_trace")
         with self.mutex:
             self._trace = sink
 
@@ -435,11 +621,15 @@ class Queue(Generic[T]):
 
     def dead_letters(self) -> list[Message[T]]:
         """The dead-lettered messages, in the order they died, each with its last attempt."""
+        if self._sink_thread is not None:
+            self._refuse_reentry("dead_letters")
         with self.mutex:
             return [Message(r.id, r.body, r.attempt, r.receipt) for r in self._dead]
 
     def stats(self) -> Stats:
         """How many messages are visible, in flight, done, cancelled and dead, atomically."""
+        if self._sink_thread is not None:
+            self._refuse_reentry("stats")
         with self.mutex:
             return Stats(
                 visible=len(self._visible),
@@ -451,6 +641,8 @@ class Queue(Generic[T]):
 
     def snapshot(self) -> Snapshot[T]:
         """The whole observable state, taken atomically (see :class:`Snapshot`)."""
+        if self._sink_thread is not None:
+            self._refuse_reentry("snapshot")
         with self.mutex:
             return Snapshot(
                 visible=tuple(r.snapshot() for r in self._visible.values()),
@@ -458,6 +650,30 @@ class Queue(Generic[T]):
                 dead=tuple(r.snapshot() for r in self._dead),
                 done=frozenset(self._done),
                 cancelled=frozenset(self._cancelled),
+            )
+
+    def health(self) -> Health:
+        """Whether expiry is working, atomically (see :class:`Health`).
+
+        A sweeper thread that died of an exception is reported here (and was logged at ERROR
+        on the ``impl.queue`` logger when it died). If deadlines are armed and no sweeper is
+        alive, this starts one first, so asking is also a way to resume expiry; if that start
+        fails, its exception is reported as ``last_error`` rather than raised.
+        """
+        if self._sink_thread is not None:
+            self._refuse_reentry("health")
+        with self.mutex:
+            armed = self._next_deadline() is not None
+            if self._sweeper is None and armed and not self._closed:
+                try:
+                    self._start_sweeper()
+                except Exception as e:
+                    self._last_error = e
+            return Health(
+                sweeper_running=self._sweeper is not None,
+                sweeper_failures=self._sweeper_failures,
+                last_error=self._last_error,
+                expiry_stalled=armed and not self._closed and self._sweeper is None,
             )
 
     # -- lifecycle ----------------------------------------------------------------------------
@@ -472,6 +688,8 @@ class Queue(Generic[T]):
         held by a consumer that dies is still released, and delivered to a receive that comes
         in time. Idempotent.
         """
+        if self._sink_thread is not None:
+            self._refuse_reentry("shutdown")
         with self.mutex:
             self._shutdown = True
             self.not_empty.notify_all()
@@ -484,12 +702,16 @@ class Queue(Generic[T]):
         After this no thread of the queue runs; deadlines still armed are applied only by an
         explicit ``sweep()``. Must not be called while holding ``mutex``.
         """
+        if self._sink_thread is not None:
+            self._refuse_reentry("close")
         self.shutdown()
         with self.mutex:
             self._closed = True
+            if self._link is not None:
+                self._link.stopped = True
             self.new_deadline.notify_all()
             sweeper = self._sweeper
-        if sweeper is not None:
+        if sweeper is not None and sweeper is not threading.current_thread():
             sweeper.join()
 
     def __enter__(self) -> Queue[T]:
@@ -502,6 +724,24 @@ class Queue(Generic[T]):
         tb: TracebackType | None,
     ) -> None:
         self.close()
+
+    def __del__(self) -> None:
+        # Collected while never closed: end the sweeper (it holds only a weak reference to
+        # us) and warn if work was lost with us, as an unclosed file does.
+        link = getattr(self, "_link", None)
+        if not getattr(self, "_closed", True):
+            active = len(self._visible) + len(self._in_flight)
+            if active:
+                warnings.warn(
+                    f"unclosed impl.Queue (token {self._token}) with {active} active messages",
+                    ResourceWarning,
+                    source=self,
+                    stacklevel=1,
+                )
+        if link is not None:
+            link.stopped = True
+            with link.mutex:
+                link.cond.notify_all()
 
     def __repr__(self) -> str:
         return (
@@ -518,7 +758,7 @@ class Queue(Generic[T]):
         :class:`Empty` at once if not ``block`` or once ``wait`` seconds (``None``: no limit)
         have passed with nothing visible; otherwise waits on ``not_empty``.
         """
-        endtime = None if wait is None else self._clock.now() + wait
+        endtime = None if wait is None else check_later("timeout", self._clock.now(), wait)
         while not self._visible:
             if self._shutdown:
                 raise ShutDown("receive on a shut-down queue with nothing visible")
@@ -528,19 +768,19 @@ class Queue(Generic[T]):
                 raise Empty(f"no message became visible within {wait} seconds")
             self._wait(self.not_empty, endtime)
 
-    def _deliver(self, vt: float | None) -> Record[T]:
+    def _deliver(self, deadline: float | None) -> Record[T]:
         """Receive's step (its linearization point): deliver the head of the visible FIFO.
 
-        Called with something visible. The head leaves ``_visible`` and becomes in flight with
-        ``attempt + 1``, the next receive sequence number, and deadline now + ``vt`` (``None``:
-        never expires); returns its record. The caller arms the deadline (``_arm``) and makes
-        the receipt (``_receipt``).
+        Called with something visible, in the commit phase. The head leaves ``_visible`` and
+        becomes in flight with ``attempt + 1``, the next receive sequence number, and
+        ``deadline`` (``None``: never expires); returns its record. The caller arms the deadline
+        (``_arm``) and makes the receipt (``_receipt``).
         """
         _, rec = self._visible.popitem(last=False)
         rec.attempt += 1
         self._receives += 1
         rec.seq = self._receives
-        rec.deadline = None if vt is None else self._clock.now() + vt
+        rec.deadline = deadline
         self._in_flight[rec.id] = rec
         return rec
 
@@ -554,7 +794,7 @@ class Queue(Generic[T]):
 
     def _live(self, receipt: Receipt) -> Record[T] | None:
         """The in-flight record whose live receipt is ``receipt`` (queue, id and attempt), or
-        ``None``: the guard of delete, retry and change_visibility."""
+        ``None``: the guard of retry and change_visibility (and of delete, by default)."""
         rec = self._in_flight.get(receipt.id)
         if rec is None:
             return None
@@ -563,29 +803,28 @@ class Queue(Generic[T]):
             return rec
         return None
 
-    def _delete(self, receipt: Receipt) -> Record[T] | None:
-        """Delete's step: if ``receipt`` is live, its message is done (one slot freed, one
-        sender woken) and its record returned; otherwise ``None`` and nothing changes."""
-        rec = self._live(receipt)
-        if rec is not None:
-            del self._in_flight[rec.id]
-            rec.deadline = None
-            self._done.add(rec.id)
-            self._notify(self.not_full)
-        return rec
+    def _to_delete(self, receipt: Receipt) -> Record[T] | None:
+        """Delete's guard: the in-flight record a delete with ``receipt`` acts on, or ``None``
+        (and the delete changes nothing): the one whose live receipt it is (``_live``)."""
+        return self._live(receipt)
 
-    def _retry(self, receipt: Receipt) -> Record[T] | None:
-        """Retry's step: if ``receipt`` is live, release its message (``_release``), wake whom
-        that enables, and return its record; otherwise ``None`` and nothing changes."""
-        rec = self._live(receipt)
-        if rec is not None:
-            self._notify(self._release(rec))
-        return rec
+    def _delete(self, rec: Record[T]) -> None:
+        """Delete's step: the live delivery ``rec``'s message is done (one slot freed, one
+        sender woken)."""
+        del self._in_flight[rec.id]
+        rec.deadline = None
+        self._done.add(rec.id)
+        self._notify(self.not_full)
 
-    def _extend(self, rec: Record[T], t: float) -> None:
+    def _retry(self, rec: Record[T]) -> None:
+        """Retry's step: release the live delivery ``rec`` (``_release``) and wake whom that
+        enables."""
+        self._notify(self._release(rec))
+
+    def _extend(self, rec: Record[T], t: float, now: float) -> None:
         """Change_visibility's step for ``t > 0``: the live delivery ``rec``'s deadline becomes
-        now + ``t`` (from now, not added to the old one), armed for the sweeper."""
-        rec.deadline = self._clock.now() + t
+        ``now + t`` (from now, not added to the old one), armed for the sweeper."""
+        rec.deadline = now + t
         self._arm(rec)
 
     def _remove(self, id: str) -> Record[T] | None:
@@ -622,41 +861,56 @@ class Queue(Generic[T]):
         return self._max_receives is not None and rec.attempt >= self._max_receives
 
     def _arm(self, rec: Record[T]) -> None:
-        """Record ``rec``'s deadline for expiry, and make sure a sweeper will act on it.
+        """Record ``rec``'s deadline for expiry, and wake the sweeper if it must re-aim.
 
-        Called after ``rec``'s deadline is set (not ``None``) while it is in flight. Pushes the
-        heap entry (rebuilding the heap when stale entries outnumber live ones), then starts the
-        sweeper thread if there is none, or wakes it if this deadline is earlier than the one
-        it sleeps until. After ``close()`` no thread is started or woken.
+        Called in the commit phase, after ``rec``'s deadline is set (not ``None``) while it is
+        in flight; the transition has already made sure a sweeper thread runs (unless the queue
+        is closed). Pushes the heap entry (rebuilding the heap when stale entries outnumber
+        live ones), then wakes the sweeper if this deadline is earlier than the one it sleeps
+        until. After ``close()`` no thread is woken.
         """
         assert rec.deadline is not None and self._in_flight.get(rec.id) is rec
         heapq.heappush(self._expiry, (rec.deadline, rec.seq, rec.id, rec.attempt))
         if len(self._expiry) > 2 * len(self._in_flight) + 16:
             self._compact()
-        if self._closed:
-            return  # no thread outlives close(): from now on only sweep() expires
-        if self._sweeper is None:
-            self._sweeper = threading.Thread(
-                target=self._run_sweeper, name=f"impl.Queue-{self._token}-sweeper", daemon=True
-            )
-            self._sweeper.start()
-        elif self._sweeper_target is None or rec.deadline < self._sweeper_target:
+        if self._sweeper is not None and (
+            self._sweeper_target is None or rec.deadline < self._sweeper_target
+        ):
             self._notify(self.new_deadline)
 
     def _expire(self, now: float) -> None:
-        """The sweep: ``_expire_one`` for every in-flight delivery with deadline <= now, by
-        (deadline, receive order), dropping the stale heap entries met on the way."""
-        while self._expiry and self._expiry[0][0] <= now:
-            rec = self._current(heapq.heappop(self._expiry))
-            if rec is not None:
-                self._expire_one(rec, now)
+        """The sweep, one transition: every in-flight delivery with deadline <= now, by
+        (deadline, receive order), is traced, then released by ``_expire_one``.
+
+        All due deliveries are collected and traced first; if the sink raises, their heap
+        entries are put back and nothing is released. Stale heap entries met on the way are
+        dropped.
+        """
+        heap = self._expiry
+        if not heap or heap[0][0] > now:
+            return
+        due: list[tuple[_Entry, Record[T]]] = []
+        while heap and heap[0][0] <= now:
+            entry = heapq.heappop(heap)
+            rec = self._current(entry)
+            # Equal entries (a deadline re-armed to the same time) pop one after the other.
+            if rec is not None and not (due and due[-1][0] == entry):
+                due.append((entry, rec))
+        if self._trace is not None:
+            try:
+                for _, rec in due:
+                    self._record("expire", (), rec.id, now)
+            except BaseException:
+                for entry, _ in due:
+                    heapq.heappush(heap, entry)
+                raise
+        for _, rec in due:
+            self._expire_one(rec, now)
 
     def _expire_one(self, rec: Record[T], now: float) -> None:
-        """Expiry's step for one delivery whose deadline passed: release it (``_release``) and
-        wake whom that enables, then trace it at the sweep's time ``now``."""
+        """Expiry's step for one delivery whose deadline passed (commit phase of a sweep at
+        ``now``): release it (``_release``) and wake whom that enables."""
         self._notify(self._release(rec))
-        if self._trace is not None:
-            self._record("expire", (), rec.id, now)
 
     def _next_deadline(self) -> float | None:
         """The deadline the sweeper sleeps until next: the earliest armed one, dropping stale
@@ -677,12 +931,21 @@ class Queue(Generic[T]):
             cond.notify()
 
     def _wait(self, cond: threading.Condition, deadline: float | None) -> None:
-        """Wait on ``cond`` through the clock, counted in ``_waiting`` while waiting."""
+        """Wait on ``cond`` through the clock, counted in ``_waiting`` while waiting.
+
+        A waiter that leaves by an exception (a signal handler's KeyboardInterrupt, a failing
+        clock) may have taken a notify meant for someone: it passes one on before the exception
+        propagates, so no other waiter sleeps beside what it was woken for. (A spurious wakeup
+        costs the other waiter one check of its predicate.)
+        """
         self._waiting[cond] += 1
         try:
             self._clock.wait(cond, deadline)
-        finally:
+        except BaseException:
             self._waiting[cond] -= 1
+            self._notify(cond)
+            raise
+        self._waiting[cond] -= 1
 
     # -- internals: every method below is called with mutex held -----------------------------
 
@@ -699,9 +962,25 @@ class Queue(Generic[T]):
     def _record(
         self, action: str, args: tuple[object, ...], result: object, now: float | None = None
     ) -> None:
-        """Pass one transition to the trace sink (called only while recording)."""
-        assert self._trace is not None
-        self._trace((action, args, result, self._clock.now() if now is None else now))
+        """Pass one transition to the trace sink (called only while recording, before the
+        transition's commit: if the clock or the sink raises, the transition is vetoed)."""
+        sink = self._trace
+        assert sink is not None
+        step = (action, args, result, self._clock.now() if now is None else now)
+        self._sink_thread = threading.get_ident()
+        try:
+            sink(step)
+        finally:
+            self._sink_thread = None
+
+    def _refuse_reentry(self, method: str) -> None:
+        """Raise if this thread is inside the trace sink: the transition that called the sink
+        holds the lock half-done, so re-entering (an RLock would let it) must not happen."""
+        if self._sink_thread == threading.get_ident():
+            raise RuntimeError(
+                f"Queue.{method}() called from inside the queue's trace sink: a sink must not "
+                "call the queue it records"
+            )
 
     def _compact(self) -> None:
         # Stale entries outnumber live ones: rebuild from the in-flight records. This happens at
@@ -721,15 +1000,61 @@ class Queue(Generic[T]):
             return None
         return rec
 
-    def _run_sweeper(self) -> None:
-        """The sweeper thread: expire what is due, then wait for the next deadline or a notify."""
-        with self.mutex:
-            while not self._closed:
-                self._expire(self._clock.now())
-                self._check()
-                self._sweeper_target = self._next_deadline()
-                self._wait(self.new_deadline, self._sweeper_target)
+    def _start_sweeper(self) -> None:
+        """Start the sweeper thread (none is alive and the queue is not closed), or raise and
+        change nothing: called before a transition commits, so a failed start vetoes it."""
+        if self._closed:
+            return  # no thread outlives close(): from now on only sweep() expires
+        link = _SweeperLink(self.mutex, self.new_deadline, self._clock, self._waiting)
+        thread = threading.Thread(
+            target=_sweep_forever,
+            args=(weakref.ref(self), link),
+            name=f"impl.Queue-{self._token}-sweeper",
+            daemon=True,
+        )
+        thread.start()  # may raise RuntimeError("can't start new thread"): nothing changed
+        self._sweeper, self._link = thread, link
+
+    def _sweep_round(self) -> float | None:
+        """One round of the sweeper thread: expire what is due, and return the deadline to
+        sleep until (``None``: until notified)."""
+        self._expire(self._clock.now())
+        self._check()
+        self._sweeper_target = self._next_deadline()
+        return self._sweeper_target
+
+    def _sweeper_died(self, link: _SweeperLink, error: BaseException) -> None:
+        """The sweeper thread of ``link`` ends with ``error``: report it and let the next arm,
+        ``sweep()`` or ``health()`` start another."""
+        if self._link is link:
+            self._sweeper = self._link = None
             self._sweeper_target = None
+        self._sweeper_failures += 1
+        self._last_error = error
+        log.error(
+            "impl.Queue %d: the sweeper thread died; expiry stalls until the next receive "
+            "with a visibility timeout, change_visibility, sweep() or health()",
+            self._token,
+            exc_info=error,
+        )
+
+    def _reinit_after_fork(self) -> None:
+        """In a child process: fresh lock and conditions (the parent's may be held by threads
+        that do not exist here), no waiters, no sweeper (the next arm starts one)."""
+        self.mutex = threading.RLock()
+        self.not_empty = threading.Condition(self.mutex)
+        self.not_full = threading.Condition(self.mutex)
+        self.new_deadline = threading.Condition(self.mutex)
+        self._waiting = {self.not_empty: 0, self.not_full: 0, self.new_deadline: 0}
+        self._sweeper = self._link = None
+        self._sweeper_target = None
+        self._sink_thread = None
+        if self._expiry and not self._closed:
+            # Deliveries in flight at the fork still expire in the child.
+            try:
+                self._start_sweeper()
+            except Exception as e:  # reported by health(); the next arm tries again
+                self._last_error = e
 
     def _check(self) -> None:
         """Cheap (O(1)) assertions of the invariants in the class docstring."""

@@ -21,22 +21,60 @@ def is_number(value: object) -> bool:
 
 
 def check_id(name: str, value: object) -> str:
-    """A ``str`` matching :data:`ID_PATTERN`."""
-    if not isinstance(value, str):
-        raise TypeError(f"{name} must be a str, got {type(value).__name__}")
+    """A ``str`` matching :data:`ID_PATTERN`, returned as an exact ``str``.
+
+    A ``str`` subclass is copied to a plain ``str`` (``str.__str__`` of the base class, so none
+    of the subclass's methods run): the queue stores, hashes and compares only exact strings.
+    """
+    if type(value) is not str:
+        if not isinstance(value, str):
+            raise TypeError(f"{name} must be a str, got {type(value).__name__}")
+        value = str.__str__(value)
     if ID_PATTERN.fullmatch(value) is None:
         raise ValueError(f"{name} must match [A-Za-z0-9_-]{{1,128}}, got {value!r}")
     return value
 
 
+def to_finite(name: str, value: int | float) -> float:
+    """``value`` as a finite ``float``, or ``ValueError`` naming ``name``.
+
+    An ``int`` too large for a float is a ``ValueError`` here, never an ``OverflowError``, and
+    its digits are not printed (``repr`` of a huge int is itself an error past 4300 digits).
+    """
+    try:
+        f = float(value)
+    except OverflowError:
+        raise ValueError(
+            f"{name} must be a finite number, got an int too large for a float"
+        ) from None
+    if math.isnan(f) or math.isinf(f):
+        raise ValueError(f"{name} must be a finite number, got {value!r}")
+    return f
+
+
 def check_time(name: str, value: object) -> float:
-    """A finite number >= 0 (a duration or a point on a clock)."""
+    """A finite number >= 0 (a duration or a point on a clock), as a ``float``."""
     if not is_number(value):
         raise TypeError(f"{name} must be a number, got {type(value).__name__}")
     assert isinstance(value, int | float)
-    if math.isnan(value) or math.isinf(value) or value < 0:
+    try:
+        f = float(value)
+    except OverflowError:
+        raise ValueError(
+            f"{name} must be a finite number >= 0, got an int too large for a float"
+        ) from None
+    if math.isnan(f) or math.isinf(f) or f < 0:
         raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
-    return float(value)
+    return f
+
+
+def check_later(name: str, now: float, delta: float) -> float:
+    """``now + delta`` (a deadline or an end time), or ``ValueError`` naming ``name`` if that
+    overflows to infinity: a finite timeout must give a finite time on this clock."""
+    t = now + delta
+    if t == math.inf:
+        raise ValueError(f"{name} is too large: {now!r} + {delta!r} is not a finite time")
+    return t
 
 
 def check_optional_time(name: str, value: object) -> float | None:
@@ -56,6 +94,12 @@ def check_int(name: str, value: object, minimum: int) -> int:
 def check_optional_int(name: str, value: object, minimum: int) -> int | None:
     """``None`` or an ``int`` >= ``minimum``."""
     return None if value is None else check_int(name, value, minimum)
+
+
+def check_callable(name: str, value: object) -> None:
+    """Something that can be called (a function, a bound method, an object with ``__call__``)."""
+    if not callable(value):
+        raise TypeError(f"{name} must be callable, got {type(value).__name__}")
 
 
 def check_bool(name: str, value: object) -> bool:

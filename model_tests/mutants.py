@@ -74,7 +74,7 @@ class PlainBlockingQueue(Queue[T]):
     as in :class:`CapacityFreedOnReceiveQueue`, because that is what a plain queue does.
     """
 
-    def _deliver(self, vt: float | None) -> Record[T]:
+    def _deliver(self, deadline: float | None) -> Record[T]:
         _, rec = self._visible.popitem(last=False)
         rec.attempt += 1
         self._done.add(rec.id)  # BUG: gone on delivery; nothing is ever in flight
@@ -118,7 +118,7 @@ class SplitReceiveQueue(Queue[T]):
         super().__init__(capacity, visibility_timeout, max_receives, clock)
         self.between = between
 
-    def _deliver(self, vt: float | None) -> Record[T]:
+    def _deliver(self, deadline: float | None) -> Record[T]:
         rec = next(iter(self._visible.values()))  # critical section 1: PICK the head
         attempt = rec.attempt
         self.mutex.release()  # BUG: the window. Another consumer may pick the same head here.
@@ -130,7 +130,7 @@ class SplitReceiveQueue(Queue[T]):
         rec.attempt = attempt + 1
         self._receives += 1
         rec.seq = self._receives
-        rec.deadline = None if vt is None else self.clock.now() + vt
+        rec.deadline = deadline
         self._in_flight[rec.id] = rec
         return rec
 
@@ -173,9 +173,8 @@ class DeleteByIdQueue(Queue[T]):
     the spec says ``False``, this queue says ``True``.
     """
 
-    def _delete(self, receipt: Receipt) -> Record[T] | None:
-        rec = self._in_flight.get(receipt.id)  # BUG: by id; not self._live(receipt)
-        return None if rec is None else super()._delete(rec.receipt)
+    def _to_delete(self, receipt: Receipt) -> Record[T] | None:
+        return self._in_flight.get(receipt.id)  # BUG: by id; not self._live(receipt)
 
 
 # =============================================================================================
@@ -347,11 +346,10 @@ class RetryKeepsAttemptQueue(Queue[T]):
     one; ``AttemptsCount``'s step half (attempts never go down) fails on the next check.
     """
 
-    def _retry(self, receipt: Receipt) -> Record[T] | None:
-        rec = super()._retry(receipt)
-        if rec is not None and rec.id in self._visible:
+    def _retry(self, rec: Record[T]) -> None:
+        super()._retry(rec)
+        if rec.id in self._visible:
             rec.attempt -= 1  # BUG: the delivery is "uncounted"
-        return rec
 
 
 class DeadLetterOffByOneQueue(Queue[T]):
@@ -385,9 +383,9 @@ class ExtendAddsQueue(Queue[T]):
     first extension of a delivery whose deadline is not ``now`` differs.
     """
 
-    def _extend(self, rec: Record[T], t: float) -> None:
-        old = rec.deadline if rec.deadline is not None else self.clock.now()
-        rec.deadline = old + t  # BUG: not self.clock.now() + t
+    def _extend(self, rec: Record[T], t: float, now: float) -> None:
+        old = rec.deadline if rec.deadline is not None else now
+        rec.deadline = old + t  # BUG: not now + t
         self._arm(rec)
 
 
