@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 import bench.icount as icount
+import bench.leak as leak
 from bench.cycle import one_cpu, optional
 from bench.report import Row, format_table
 from bench.suite import TARGETS, Target
@@ -193,3 +194,44 @@ def test_icount_takes_impl_from_the_base_revision(tmp_path: Path) -> None:
     root = icount.extract_impl("HEAD", tmp_path)
     assert (root / "impl" / "queue.py").read_text().startswith('"""')
     assert not (root / "spec").exists()
+
+
+# -- bench.leak: never-closed queues (issue 13) --------------------------------------------------
+
+
+def test_leak_never_closed_queues_leave_no_thread_behind() -> None:
+    start = threading.active_count()
+    figures = leak.run(200, closed=False)
+    assert figures.threads_before == start
+    assert figures.threads_peak > start  # each queue's receive did start a sweeper
+    assert (figures.threads_after, figures.lingering) == (start, 0)
+    assert figures.resource_warnings == 200  # each was dropped with a message in flight
+
+
+def test_leak_closed_baseline_leaves_no_thread_and_no_warning() -> None:
+    start = threading.active_count()
+    figures = leak.run(200, closed=True)
+    assert (figures.threads_before, figures.threads_after, figures.lingering) == (start, start, 0)
+    assert figures.resource_warnings == 0
+
+
+def test_leak_command_prints_each_figure_beside_the_closed_baseline() -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "bench.leak", "--queues", "200"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    rows = {ln.split("|")[1].strip(): ln for ln in proc.stdout.splitlines() if ln.startswith("| ")}
+    threads = rows["threads after 200 never-closed queues"]
+    # A fresh interpreter: only its main thread is left, before and after (a count, not a time).
+    assert "| 1 threads " in threads and "200 closed queues" in threads and "PASS" in threads
+    assert "most threads alive while making 200" in rows
+    if leak.memory() != (None, None):
+        assert {
+            "VmRSS after 200 never-closed queues",
+            "VmSize after 200 never-closed queues",
+        } <= set(rows)
+    assert "- ResourceWarnings: 200 (closed: 0)" in proc.stdout
