@@ -1,0 +1,1174 @@
+"""Fault injection: every transition of ``impl.Queue`` takes full effect or none (issue 13).
+
+The promise (``docs/failure-model.md``): whatever raises inside a public method (the clock's
+``now`` or ``wait``, the trace sink, the start of the sweeper thread; ``InjectedFault``,
+``MemoryError``, ``KeyboardInterrupt``), the method either takes full effect, or raises that
+very exception and leaves the queue exactly as it was: equal ``snapshot()``, ``stats()`` and
+``dead_letters()``, no step traced, and the same call, retried without a fault, then succeeds
+and agrees with ``spec.transitions`` applied to the state before. No waiter sleeps beside work
+afterwards. The sweeper thread too: a fault in it is logged and reported by ``health()``, its
+failed sweep changes nothing, and expiry resumes after the next arm, ``sweep()`` or
+``health()``.
+
+How: each scenario is run once fault-free with the injectors of ``model_tests.faults`` only
+counting the calls made by the thread under test, then once more for every injection point and
+every k = 1 .. that count, on a fresh queue brought to the same state, with the k-th call
+failing. The scenarios are
+
+- one call of each state-changing method in the states that matter (``CASES``), with and
+  without a trace sink, alone or beside a blocked receiver or a blocked sender (the bystander,
+  who must be woken exactly when the retried call makes work for it);
+- blocking ``receive``/``send`` (with and without a timeout, ending in work or in the timeout),
+  also with a fault raised as the thread *wakes* from its wait, and a second blocked caller who
+  must then get the work (the notify is passed on);
+- the sweeper thread's start and its expiry round, with each way of resuming expiry;
+- a failed thread start in ``receive``, ``change_visibility``, ``sweep`` and ``health``;
+- short random prefixes (Hypothesis, derandomized) to reach varied states before the call.
+
+Nothing sleeps: "the call is blocked" is read from the failing clock (a thread inside its
+``wait`` holds the queue's lock until ``Condition.wait`` releases it), and a running sweeper is
+settled (woken once and seen back in its wait) before the clock moves without waking anyone.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from functools import partial
+from typing import Final, Literal, TypeAlias
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import spec
+from impl import DuplicateIdError, Empty, Full, Health, Message, Queue, ShutDown, Snapshot, Stats
+from model_tests.faults import (
+    FailingClock,
+    FailingSink,
+    Fault,
+    InjectedFault,
+    ThreadMatch,
+    ThreadStarts,
+    failing_thread_start,
+    is_sweeper,
+    wait_until,
+)
+from model_tests.projection import from_snapshot, from_state, stats_counts, to_state
+from model_tests.support import BOUND, Call, ProbeClock
+
+#: Where a fault is injected: the k-th call of the clock's ``now``, of its ``wait`` (raised
+#: instead of waiting, or, ``wait-after``, when the wait returns), of the trace sink, or the
+#: k-th start of a sweeper thread.
+Point: TypeAlias = Literal["now", "wait", "wait-after", "sink", "start"]
+#: The points a call that does not wait can reach.
+POINTS: Final[tuple[Point, ...]] = ("now", "wait", "sink", "start")
+#: The points a blocking call can reach.
+BLOCKING_POINTS: Final[tuple[Point, ...]] = ("now", "wait", "wait-after", "sink", "start")
+#: Exceptions other than InjectedFault that a transition must survive the same way.
+OTHER_FAULTS: Final[tuple[type[BaseException], ...]] = (MemoryError, KeyboardInterrupt)
+
+#: A fault to inject: where, at which matching call, and what (None: the point's default).
+Injection: TypeAlias = tuple[Point, int, Fault | None]
+
+DEFAULT: Final = "default"
+Vt: TypeAlias = float | Literal["default"] | None
+OpName: TypeAlias = Literal[
+    "send", "receive", "delete", "retry", "change_visibility", "cancel", "sweep"
+]
+RECEIPT_OPS: Final = frozenset({"delete", "retry", "change_visibility"})
+ANY_ID_OPS: Final = RECEIPT_OPS | {"cancel"}
+Bystander: TypeAlias = Literal["receiver", "sender"]
+BYSTANDER: Final = "bystander"
+OP_THREAD: Final = "faulty-op"
+
+
+# =============================================================================================
+# Scenarios: a queue configuration, operations, and how each runs on the impl and the spec
+# =============================================================================================
+
+
+@dataclass(frozen=True)
+class Setup:
+    """The queue's configuration, and whether a trace sink is attached."""
+
+    capacity: int | None = None
+    vt: float | None = 10.0
+    max_receives: int | None = None
+    traced: bool = True
+
+    @property
+    def config(self) -> spec.Config:
+        return spec.Config(capacity=self.capacity, max_receives=self.max_receives)
+
+
+@dataclass(frozen=True)
+class Op:
+    """One call of a state-changing method, by name as in every layer.
+
+    ``id``: send's id (``None``: generated), or the message a receipt operation or cancel
+    names. Receipt operations use the receipt of the message's current delivery, or with
+    ``stale`` the one before it. ``vt``: receive's visibility timeout. ``t``: change_visibility's
+    timeout; for ``sweep``, how far the clock moves (waking nobody) before it.
+    """
+
+    name: OpName
+    id: str | None = None
+    vt: Vt = DEFAULT
+    t: float = 0.0
+    stale: bool = False
+
+    def __str__(self) -> str:
+        args = {"send": f"id={self.id}", "receive": f"vt={self.vt}", "sweep": f"after {self.t}"}
+        extra = f", t={self.t}" if self.name == "change_visibility" else ""
+        stale = " (stale)" if self.stale else ""
+        return f"{self.name}({args.get(self.name, self.id)}{extra}){stale}"
+
+
+@dataclass(frozen=True)
+class Returned:
+    value: object
+
+
+@dataclass(frozen=True)
+class Raised:
+    error: BaseException
+
+
+Outcome: TypeAlias = Returned | Raised
+
+
+def outcome_of(fn: Callable[[], object]) -> Outcome:
+    try:
+        return Returned(fn())
+    except BaseException as e:  # KeyboardInterrupt too: it is one of the injected faults
+        return Raised(e)
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """An operation ready to run: the operation (its id resolved), the call, the attempt its
+    receipt names, the time it runs at (the clock does not move during it)."""
+
+    op: Op
+    run: Callable[[], object]
+    attempt: int
+    now: float
+
+
+@dataclass(frozen=True)
+class Observation:
+    """Everything a caller can read about the queue's messages."""
+
+    snapshot: Snapshot[str]
+    stats: Stats
+    dead: tuple[Message[str], ...]
+
+
+def body(op: Op) -> str:
+    return f"body-{op.id or 'generated'}"
+
+
+def current_attempt(snap: Snapshot[str], id: str) -> int:
+    """The attempt of ``id``'s current (or last) delivery; 1 for a message no longer shown."""
+    for m in (*snap.visible, *snap.in_flight, *snap.dead):
+        if m.id == id:
+            return m.attempt
+    return 1
+
+
+class World:
+    """One queue on a failing clock (around a ProbeClock) with a failing sink, for one run."""
+
+    def __init__(self, setup: Setup, starts: ThreadStarts) -> None:
+        self.setup = setup
+        self.clock: FailingClock[ProbeClock] = FailingClock(ProbeClock())
+        self.sink = FailingSink()
+        self.starts = starts
+        self.q: Queue[str] = Queue(
+            capacity=setup.capacity,
+            visibility_timeout=setup.vt,
+            max_receives=setup.max_receives,
+            clock=self.clock,
+        )
+        if setup.traced:
+            self.q.record_trace(self.sink)
+
+    # -- injection ------------------------------------------------------------------------
+
+    def arm(self, fault: Injection | None, thread: ThreadMatch) -> None:
+        """Count the calls ``thread`` makes at every point; fail at ``fault``'s point's k-th."""
+        point, k, exc = fault if fault is not None else (None, None, None)
+        raised = InjectedFault if exc is None else exc
+        clock_k = k if point in ("now", "wait", "wait-after") else None
+        method: Literal["now", "wait", "any"] = (
+            "now" if point == "now" else "wait" if point in ("wait", "wait-after") else "any"
+        )
+        self.clock.fail_on(clock_k, method, raised, thread=thread, after_wait=point == "wait-after")
+        self.sink.fail_on(k if point == "sink" else None, raised, thread=thread)
+        self.starts.fail_on(k if point == "start" else None, exc, thread=thread)
+
+    def disarm(self) -> None:
+        self.clock.disarm()
+        self.sink.disarm()
+        self.starts.disarm()
+
+    def counts(self) -> dict[Point, int]:
+        waits = self.clock.trigger.counts["wait"]
+        return {
+            "now": self.clock.trigger.counts["now"],
+            "wait": waits,
+            "wait-after": waits,
+            "sink": self.sink.trigger.total,
+            "start": self.starts.trigger.total,
+        }
+
+    def fired(self) -> BaseException | None:
+        return self.clock.fired or self.sink.fired or self.starts.fired
+
+    def fired_in(self) -> threading.Thread | None:
+        return (
+            self.clock.trigger.fired_in
+            or self.sink.trigger.fired_in
+            or self.starts.trigger.fired_in
+        )
+
+    # -- observation ----------------------------------------------------------------------
+
+    def observe(self) -> Observation:
+        return Observation(self.q.snapshot(), self.q.stats(), tuple(self.q.dead_letters()))
+
+    def check(self, expected: spec.State | None = None) -> None:
+        """The queue's own invariants, the spec's on its projection, and (if given) that it
+        shows exactly ``expected``."""
+        with self.q.mutex:
+            self.q._check()
+        snap = self.q.snapshot()
+        assert not spec.violations(to_state(snap, self.setup.config, 0))
+        if expected is not None:
+            want = from_state(expected)
+            assert from_snapshot(snap) == want
+            assert stats_counts(self.q.stats()) == want.counts()
+            dead = [(m.id, m.body, m.attempt) for m in self.q.dead_letters()]
+            assert dead == [(m.id, m.body, m.attempt) for m in want.dead]
+
+    def state(self) -> spec.State:
+        return to_state(self.q.snapshot(), self.setup.config, 0)
+
+    # -- threads --------------------------------------------------------------------------
+
+    def settle(self) -> None:
+        """Let a running sweeper reach its wait with no wakeup pending.
+
+        Before the clock moves without waking anyone, so that a sweeper still on its way to its
+        wait (just started, or woken by an arm) cannot see the new time and expire in the
+        middle of the test: wake it once and wait until it begins its next wait.
+        """
+        if not any(is_sweeper(t) and t.is_alive() for t in threading.enumerate()):
+            return
+        begun = self.clock.waits_begun(is_sweeper)
+        with self.q.new_deadline:
+            self.q.new_deadline.notify_all()
+        assert wait_until(lambda: self.clock.waits_begun(is_sweeper) > begun), "sweeper stuck"
+
+    def blocked(self, call: Call[object]) -> bool:
+        """Wait (bounded) until ``call`` is asleep in the clock; ``False`` if it finished."""
+        assert wait_until(lambda: self.clock.asleep(call.thread) > 0 or call.finished), (
+            f"{call.thread.name} neither blocked nor finished"
+        )
+        return not call.finished
+
+    def advance(self, dt: float, *, wake: bool) -> None:
+        if not wake:
+            self.settle()
+        self.clock.inner.advance(dt, wake=wake)
+
+
+def prepare(w: World, op: Op) -> Prepared:
+    """Make ``op`` ready to run on ``w``: its receipt is looked up, a sweep's clock is moved.
+
+    A receipt operation or cancel with no id acts on the first message in flight (else the
+    first visible one): random prefixes then reach live receipts often."""
+    q = w.q
+    attempt = 0
+    if op.name in ANY_ID_OPS and op.id is None:
+        snap = q.snapshot()
+        first = next(iter((*snap.in_flight, *snap.visible)), None)
+        op = replace(op, id="a" if first is None else first.id)
+    if op.name in RECEIPT_OPS:
+        assert op.id is not None
+        attempt = max(current_attempt(q.snapshot(), op.id) - op.stale, 0)
+    run: Callable[[], object]
+    match op.name:
+        case "send":
+            run = partial(q.send, body(op), id=op.id, block=False)
+        case "receive":
+            if op.vt == DEFAULT:
+                run = partial(q.receive, block=False)
+            else:
+                run = partial(q.receive, block=False, visibility_timeout=op.vt)
+        case "delete" | "retry" | "change_visibility":
+            assert op.id is not None
+            receipt = q.receipt(op.id, attempt)
+            if op.name == "delete":
+                run = partial(q.delete, receipt)
+            elif op.name == "retry":
+                run = partial(q.retry, receipt)
+            else:
+                run = partial(q.change_visibility, receipt, op.t)
+        case "cancel":
+            assert op.id is not None
+            run = partial(q.cancel, op.id)
+        case "sweep":
+            if op.t:
+                w.advance(op.t, wake=False)
+            run = q.sweep
+    return Prepared(op, run, attempt, w.clock.inner.now())
+
+
+def model(s: spec.State, p: Prepared, outcome: Outcome, setup: Setup) -> tuple[spec.State, object]:
+    """What the spec says ``p.op`` does to ``s``, and its result in the form of
+    :func:`result_of`. A send without an id gets the id the queue generated."""
+    op = p.op
+    receipt = spec.Receipt(s.queue, op.id or "", p.attempt)
+    match op.name:
+        case "send":
+            id = op.id
+            if id is None:
+                made = outcome.value if isinstance(outcome, Returned) else None
+                id = made if isinstance(made, str) else "never-accepted"
+            return spec.send(s, id, body(op))
+        case "receive":
+            vt = setup.vt if op.vt == DEFAULT else op.vt
+            after, d = spec.receive(s, p.now, vt)
+            return after, None if d is None else (d.id, d.body, d.attempt)
+        case "delete":
+            return spec.delete(s, receipt)
+        case "retry":
+            return spec.retry(s, receipt)
+        case "change_visibility":
+            return spec.change_visibility(s, receipt, op.t, p.now)
+        case "cancel":
+            assert op.id is not None
+            return spec.cancel(s, op.id)
+        case "sweep":
+            return spec.expire(s, p.now)[0], None
+
+
+def result_of(op: Op, outcome: Outcome) -> object:
+    """The impl's outcome in the spec's terms: a rejected send is ``False``, a receive that
+    finds nothing ``None``, a delivery ``(id, body, attempt)``. Anything else raised fails."""
+    if isinstance(outcome, Raised):
+        e = outcome.error
+        if op.name == "send" and isinstance(e, Full | DuplicateIdError):
+            return False
+        if op.name == "receive" and isinstance(e, Empty):
+            return None
+        raise AssertionError(f"{op} raised {e!r}") from e
+    value = outcome.value
+    if op.name == "send":
+        assert isinstance(value, str)
+        return True
+    if op.name == "receive":
+        assert isinstance(value, Message)
+        return (value.id, value.body, value.attempt)
+    return value
+
+
+# =============================================================================================
+# Bystanders: a blocked receiver or sender beside the call under test
+# =============================================================================================
+
+
+def start_bystander(w: World, kind: Bystander) -> Call[object]:
+    """A receiver (no visibility timeout: it starts no sweeper) or a sender of id ``by``,
+    blocked on the queue before the call under test runs."""
+    q = w.q
+    fn: Callable[[], object]
+    if kind == "receiver":
+        fn = partial(q.receive, visibility_timeout=None)
+    else:
+        fn = partial(q.send, "by", id="by")
+    call = Call(fn, BYSTANDER)
+    assert w.blocked(call), f"the {kind} did not block: {call.result()!r}"
+    return call
+
+
+def serve_bystander(
+    w: World, call: Call[object], kind: Bystander, s: spec.State, now: float
+) -> spec.State:
+    """If ``s`` has work for the blocked bystander, it must be woken and take it: the state
+    after that. Otherwise it must still be asleep (not woken beside nothing to take)."""
+    if kind == "receiver" and s.visible:
+        s, d = spec.receive(s, now, None)
+        assert d is not None
+        m = call.result()
+        assert isinstance(m, Message), m
+        assert (m.id, m.body, m.attempt) == (d.id, d.body, d.attempt)
+        return s
+    if kind == "sender" and spec.can_send(s, "by"):
+        assert call.result() == "by", "the blocked sender slept beside a free slot"
+        return spec.send(s, "by", "by")[0]
+    assert w.blocked(call), f"the {kind} left its wait with nothing to take: {call.result()!r}"
+    return s
+
+
+def end_bystander(call: Call[object]) -> None:
+    """After close: a bystander still blocked was woken by the shutdown."""
+    if call.finished:
+        with contextlib.suppress(ShutDown):
+            call.result()
+        return
+    with pytest.raises(ShutDown):
+        call.result()
+
+
+def bystander_for(s: spec.State) -> Bystander | None:
+    """The bystander a state can have: a receiver when nothing is visible, a sender when full."""
+    if not s.visible:
+        return "receiver"
+    if s.config.capacity is not None and s.active >= s.config.capacity:
+        return "sender"
+    return None
+
+
+# =============================================================================================
+# One run of a call that does not wait
+# =============================================================================================
+
+
+def exercise(
+    setup: Setup,
+    prefix: tuple[Op, ...],
+    op: Op,
+    bystander: Bystander | Literal["auto"] | None,
+    fault: Injection | None,
+) -> dict[Point, int]:
+    """Bring a fresh queue to the state ``prefix`` leads to, run ``op`` (with ``fault``), check
+    it, and return how many calls ``op`` made at each injection point.
+
+    With a fault: it must fire and be what the call raises, the queue must be exactly as
+    before (with a bystander still asleep), and the retried call must then succeed. Either
+    way the call's result and the state after it must agree with the spec, a bystander must
+    be woken iff there is work for it, and expiry must be healthy.
+    """
+    me = threading.current_thread()
+    with failing_thread_start(None) as starts:
+        w = World(setup, starts)
+        by: Call[object] | None = None
+        try:
+            for p in prefix:
+                result_of(p, outcome_of(prepare(w, p).run))
+            kind = bystander_for(w.state()) if bystander == "auto" else bystander
+            if kind is not None:
+                by = start_bystander(w, kind)
+            prepared = prepare(w, op)
+            op = prepared.op
+            before = w.observe()
+            s0 = w.state()
+            traced = len(w.sink.steps)
+            w.arm(fault, me)
+            outcome = outcome_of(prepared.run)
+            counts = w.counts()
+            where = f"{op} with a fault at {fault[0]} #{fault[1]}" if fault else str(op)
+            if fault is not None:
+                fired = w.fired()
+                assert fired is not None, f"{where}: the fault was never reached"
+                assert isinstance(outcome, Raised) and outcome.error is fired, (
+                    f"{where}: {fired!r} was raised inside, the caller got {outcome}"
+                )
+                assert w.observe() == before, f"{where}: the failed call changed the queue"
+                w.check()
+                if op.name != "sweep":
+                    assert w.sink.steps[traced:] == [], f"{where}: a failed call was traced"
+                if by is not None:
+                    assert w.blocked(by), f"{where}: the bystander left: {by.result()!r}"
+                w.disarm()
+                outcome = outcome_of(prepared.run)
+            s1, expected = model(s0, prepared, outcome, setup)
+            assert result_of(op, outcome) == expected, where
+            if by is not None and kind is not None:
+                s1 = serve_bystander(w, by, kind, s1, prepared.now)
+            w.check(s1)
+            health = w.q.health()
+            assert health.sweeper_failures == 0 and health.last_error is None, (where, health)
+            assert not health.expiry_stalled, (where, health)
+        finally:
+            w.q.close()
+        if by is not None:
+            end_bystander(by)
+    return counts
+
+
+def check_every_fault(
+    setup: Setup,
+    prefix: tuple[Op, ...],
+    op: Op,
+    bystander: Bystander | Literal["auto"] | None,
+    points: tuple[Point, ...] = POINTS,
+    fault: Fault | None = None,
+) -> dict[Point, int]:
+    """:func:`exercise` fault-free, counting, then with a fault at every point and every k."""
+    counts = exercise(setup, prefix, op, bystander, None)
+    for point in points:
+        for k in range(1, counts[point] + 1):
+            exercise(setup, prefix, op, bystander, (point, k, fault))
+    return counts
+
+
+# =============================================================================================
+# Every state-changing method, in the states that matter
+# =============================================================================================
+
+
+def send(id: str | None) -> Op:
+    return Op("send", id=id)
+
+
+def receive(vt: Vt = DEFAULT) -> Op:
+    return Op("receive", vt=vt)
+
+
+@dataclass(frozen=True)
+class Case:
+    """A call in a state: the configuration, the ops that lead there, the call, the bystander
+    that state can have, and the injection points the call must reach."""
+
+    name: str
+    setup: Setup
+    prefix: tuple[Op, ...]
+    op: Op
+    bystander: Bystander | None
+    reaches: frozenset[Point]
+
+
+def case(
+    name: str,
+    op: Op,
+    *prefix: Op,
+    bystander: Bystander | None = None,
+    reaches: str = "",
+    capacity: int | None = None,
+    vt: float | None = 10.0,
+    max_receives: int | None = None,
+) -> Case:
+    points = frozenset(p for p in POINTS if p in reaches.split())
+    return Case(name, Setup(capacity, vt, max_receives), prefix, op, bystander, points)
+
+
+A_RECEIVED: Final = (send("a"), receive())
+
+CASES: Final = (
+    case("send with an id", send("a"), bystander="receiver", reaches="sink", capacity=2),
+    case("send without an id", send(None), bystander="receiver", reaches="sink"),
+    case("send when full", send("b"), send("a"), bystander="sender", capacity=1),
+    case("send of a taken id", send("a"), send("a"), capacity=3),
+    case("receive starting the sweeper", receive(), send("a"), send("b"), reaches="now start"),
+    case("receive, sweeper running", receive(), send("a"), send("b"), receive(), reaches="now"),
+    case("receive, vt None", receive(None), send("a"), reaches="sink"),
+    case("receive, given vt", receive(3.0), send("a"), send("b"), receive(), reaches="now"),
+    case("receive with vt None, no sweeper", receive(None), send("a"), vt=None, reaches="sink"),
+    case("receive when empty", receive(), bystander="receiver"),
+    case("delete", Op("delete", "a"), *A_RECEIVED, bystander="sender", capacity=1),
+    case(
+        "delete, stale receipt",
+        Op("delete", "a", stale=True),
+        *A_RECEIVED,
+        Op("retry", "a"),
+        receive(),
+        reaches="sink",
+    ),
+    case("retry", Op("retry", "a"), *A_RECEIVED, bystander="receiver", reaches="sink"),
+    case(
+        "retry, dead-letters",
+        Op("retry", "a"),
+        *A_RECEIVED,
+        bystander="sender",
+        capacity=1,
+        max_receives=1,
+    ),
+    case("change_visibility 0", Op("change_visibility", "a"), *A_RECEIVED, bystander="receiver"),
+    case(
+        "change_visibility 0, dead-letters",
+        Op("change_visibility", "a"),
+        *A_RECEIVED,
+        bystander="sender",
+        capacity=1,
+        max_receives=1,
+    ),
+    case(
+        "change_visibility t > 0, sweeper running",
+        Op("change_visibility", "a", t=4.0),
+        *A_RECEIVED,
+        bystander="receiver",
+        reaches="now",
+    ),
+    case(
+        "change_visibility t > 0 starting the sweeper",
+        Op("change_visibility", "a", t=4.0),
+        *A_RECEIVED,
+        vt=None,
+        reaches="now start",
+    ),
+    case(
+        "change_visibility, stale receipt",
+        Op("change_visibility", "a", t=4.0, stale=True),
+        *A_RECEIVED,
+        Op("retry", "a"),
+        receive(),
+    ),
+    case(
+        "cancel a visible message",
+        Op("cancel", "b"),
+        send("a"),
+        send("b"),
+        send("c"),
+        bystander="sender",
+        capacity=3,
+    ),
+    case(
+        "cancel a message in flight", Op("cancel", "a"), *A_RECEIVED, bystander="sender", capacity=1
+    ),
+    case("cancel an unknown id", Op("cancel", "z"), send("a")),
+    case(
+        "sweep releasing two",
+        Op("sweep", t=10.0),
+        send("a"),
+        send("b"),
+        receive(),
+        receive(),
+        bystander="receiver",
+        reaches="now sink",
+    ),
+    case(
+        "sweep dead-lettering two",
+        Op("sweep", t=10.0),
+        send("a"),
+        send("b"),
+        receive(),
+        receive(),
+        bystander="sender",
+        capacity=2,
+        max_receives=1,
+        reaches="now sink",
+    ),
+    case(
+        "sweep, one due of two",
+        Op("sweep", t=4.0),
+        send("a"),
+        send("b"),
+        receive(),
+        receive(3.0),
+        receive(),
+        reaches="now sink",
+    ),
+    case("sweep, nothing due", Op("sweep", t=1.0), *A_RECEIVED, reaches="now"),
+)
+
+
+def _ids(cases: tuple[Case, ...]) -> list[str]:
+    return [c.name for c in cases]
+
+
+@pytest.mark.parametrize("traced", [True, False], ids=["traced", "untraced"])
+@pytest.mark.parametrize("with_bystander", [False, True], ids=["alone", "bystander"])
+@pytest.mark.parametrize("c", CASES, ids=_ids(CASES))
+def test_a_call_takes_full_effect_or_none_at_every_fault(
+    c: Case, with_bystander: bool, traced: bool
+) -> None:
+    if with_bystander and c.bystander is None:
+        pytest.skip("no blocked caller fits this state")
+    setup = Setup(c.setup.capacity, c.setup.vt, c.setup.max_receives, traced)
+    counts = check_every_fault(setup, c.prefix, c.op, c.bystander if with_bystander else None)
+    reaches = c.reaches if traced else c.reaches - {"sink"}
+    missed = {p for p in reaches if counts[p] == 0}
+    assert not missed, f"{c.name}: never reached {missed} ({counts})"
+
+
+@pytest.mark.parametrize("fault", OTHER_FAULTS, ids=lambda f: f.__name__)
+@pytest.mark.parametrize("c", CASES, ids=_ids(CASES))
+def test_memory_errors_and_interrupts_are_faults_like_any_other(
+    c: Case, fault: type[BaseException]
+) -> None:
+    check_every_fault(c.setup, c.prefix, c.op, c.bystander, fault=fault)
+
+
+# =============================================================================================
+# Random prefixes
+# =============================================================================================
+
+IDS: Final = ("a", "b", "c")
+
+
+def ops(*, target: bool) -> st.SearchStrategy[Op]:
+    """Operations on a few ids; a target may also be a send with a generated id."""
+    ids = st.sampled_from(IDS)
+    # None: the first message in flight (see prepare).
+    some = st.sampled_from((None, None, *IDS))
+    choices: list[st.SearchStrategy[Op]] = [
+        st.builds(send, ids),
+        st.builds(receive, st.sampled_from([DEFAULT, None, 5.0])),
+        st.builds(lambda i, s: Op("delete", i, stale=s), some, st.booleans()),
+        st.builds(lambda i: Op("retry", i), some),
+        st.builds(lambda i, t: Op("change_visibility", i, t=t), some, st.sampled_from([0.0, 7.0])),
+        st.builds(lambda i: Op("cancel", i), some),
+        st.builds(lambda t: Op("sweep", t=t), st.sampled_from([0.0, 5.0, 10.0])),
+    ]
+    if target:
+        choices.append(st.just(send(None)))
+    return st.one_of(choices)
+
+
+setups = st.builds(
+    Setup,
+    capacity=st.sampled_from([None, 2, 3]),
+    vt=st.sampled_from([10.0, 5.0, None]),
+    max_receives=st.sampled_from([None, 1, 2]),
+    traced=st.booleans(),
+)
+
+
+@settings(
+    max_examples=400,
+    deadline=None,
+    database=None,
+    derandomize=True,  # the same states every run: a failure is a bug, not bad luck
+    suppress_health_check=[HealthCheck.too_slow],
+)
+@given(
+    setups,
+    st.lists(st.sampled_from(IDS), min_size=1, max_size=3, unique=True),
+    st.lists(st.sampled_from([DEFAULT, None, 5.0]), max_size=2),
+    st.lists(ops(target=False), max_size=4),
+    ops(target=True),
+    st.booleans(),
+)
+def test_faults_after_random_prefixes(
+    setup: Setup, sent: list[str], vts: list[Vt], prefix: list[Op], op: Op, with_bystander: bool
+) -> None:
+    """A few sends and receives, then a few random operations, then the call under test."""
+    ops = (*(send(id) for id in sent), *(receive(vt) for vt in vts), *prefix)
+    check_every_fault(setup, ops, op, "auto" if with_bystander else None)
+
+
+# =============================================================================================
+# Blocking calls: faults before, during and after the wait
+# =============================================================================================
+
+Kind: TypeAlias = Literal["receive", "send"]
+Ending: TypeAlias = Literal["work", "timeout"]
+
+
+def blocking_exercise(
+    kind: Kind,
+    timeout: float | None,
+    ending: Ending,
+    with_bystander: bool,
+    fault: Injection | None,
+) -> dict[Point, int]:
+    """A receive on an empty queue (or a send on a full one) blocks; then a message is sent (a
+    slot freed), or the clock runs out its timeout. With a fault at any point of the blocked
+    call: it raises that fault and changes nothing; the work goes to the second blocked caller
+    (a bystander) if there is one (the failed waiter must not swallow the notify), else the
+    retried call gets it."""
+    setup = Setup(capacity=None, vt=10.0) if kind == "receive" else Setup(capacity=1, vt=None)
+    op = receive() if kind == "receive" else send("y")
+    by_kind: Bystander = "receiver" if kind == "receive" else "sender"
+    with failing_thread_start(None) as starts:
+        w = World(setup, starts)
+        q = w.q
+        calls: list[Call[object]] = []
+        try:
+            held = None
+            if kind == "send":
+                q.send("x", id="x")
+                held = q.receive(block=False)
+            s = w.state()
+            w.arm(fault, OP_THREAD)
+            fn: Callable[[], object]
+            if kind == "receive":
+                fn = partial(q.receive, timeout=timeout)
+            else:
+                fn = partial(q.send, body(op), id="y", timeout=timeout)
+            call = Call(fn, OP_THREAD)
+            w.blocked(call)
+            by = None
+            if with_bystander:
+                by = start_bystander(w, by_kind)
+                calls.append(by)
+            now = w.clock.inner.now()
+            if ending == "work":
+                if held is None:
+                    q.send("m", id="m")
+                    s = spec.send(s, "m", "m")[0]
+                else:
+                    assert q.delete(held.receipt)
+                    s = spec.delete(s, spec.Receipt(0, held.id, held.attempt))[0]
+            else:
+                assert timeout is not None
+                w.advance(timeout, wake=True)
+                now += timeout
+            outcome = outcome_of(call.result)
+            counts = w.counts()
+            where = f"blocking {kind} ({ending}) with {fault}"
+            fired = w.fired()
+            if fault is not None:
+                assert fired is not None, f"{where}: the fault was never reached"
+                assert isinstance(outcome, Raised) and outcome.error is fired, (
+                    f"{where}: {fired!r} was raised inside, the caller got {outcome}"
+                )
+            else:
+                assert fired is None
+                s, expected = model(s, Prepared(op, fn, 0, now), outcome, setup)
+                assert result_of(op, outcome) == expected, where
+            if by is not None:
+                s = serve_bystander(w, by, by_kind, s, now)
+            w.check(s)
+            if fault is not None:
+                w.disarm()
+                retry = prepare(w, op)
+                outcome = outcome_of(retry.run)
+                s, expected = model(s, retry, outcome, setup)
+                assert result_of(op, outcome) == expected, f"{where}: retried"
+                w.check(s)
+            health = q.health()
+            assert health.sweeper_failures == 0 and not health.expiry_stalled, (where, health)
+        finally:
+            q.close()
+        call.thread.join(BOUND)
+        for c in calls:
+            end_bystander(c)
+    return counts
+
+
+@pytest.mark.parametrize("with_bystander", [False, True], ids=["alone", "bystander"])
+@pytest.mark.parametrize(
+    ("timeout", "ending"),
+    [(None, "work"), (5.0, "work"), (5.0, "timeout")],
+    ids=["no-timeout", "timeout-work", "timeout-runs-out"],
+)
+@pytest.mark.parametrize("kind", ["receive", "send"])
+def test_a_blocked_call_takes_full_effect_or_none_and_passes_its_wakeup_on(
+    kind: Kind, timeout: float | None, ending: Ending, with_bystander: bool
+) -> None:
+    counts = blocking_exercise(kind, timeout, ending, with_bystander, None)
+    assert counts["wait"] >= 1
+    for point in BLOCKING_POINTS:
+        for k in range(1, counts[point] + 1):
+            blocking_exercise(kind, timeout, ending, with_bystander, (point, k, None))
+    for k in range(1, counts["wait"] + 1):
+        blocking_exercise(kind, timeout, ending, True, ("wait-after", k, KeyboardInterrupt))
+
+
+# =============================================================================================
+# The sweeper thread: a fault in it is reported, changes nothing, and expiry resumes
+# =============================================================================================
+
+Phase: TypeAlias = Literal["start", "expiry"]
+Resume: TypeAlias = Literal["arm", "sweep", "health"]
+SWEEPER_POINTS: Final[tuple[Point, ...]] = ("now", "wait", "sink")
+
+
+def sweeper_errors(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
+    return [r for r in caplog.records if r.name == "impl.queue" and r.levelno >= logging.ERROR]
+
+
+def expire_rest(w: World, calls: list[Call[object]]) -> None:
+    """Every deadline still armed expires through the sweeper thread alone (the clock moves,
+    nobody else sweeps), and a blocked receiver gets the redelivery: expiry works."""
+    q = w.q
+    while True:
+        for _ in w.state().visible:
+            q.receive(block=False, visibility_timeout=None)
+        s = w.state()
+        deadlines = [m.deadline for m in s.messages if m.deadline is not None]
+        if not deadlines:
+            return
+        due = min(deadlines)
+        fn: Callable[[], object] = partial(q.receive, visibility_timeout=None)
+        receiver = Call(fn, "receiver")
+        calls.append(receiver)
+        assert w.blocked(receiver), f"nothing visible, yet the receive returned {receiver.result()}"
+        w.advance(due - w.clock.inner.now(), wake=True)
+        s, d = spec.receive(spec.expire(s, due)[0], due, None)
+        assert d is not None
+        m = receiver.result()
+        assert isinstance(m, Message) and (m.id, m.attempt) == (d.id, d.attempt)
+        w.check(s)
+
+
+def sweeper_exercise(
+    phase: Phase, resume: Resume, fault: Injection | None, caplog: pytest.LogCaptureFixture
+) -> dict[Point, int]:
+    """A fault in the sweeper thread, on its first round (``start``: the receive that armed
+    ``a`` started it) or on the round that expires ``a`` and ``c`` (``expiry``).
+
+    Then: the fault is logged at ERROR on ``impl.queue`` with its traceback, the failed sweep
+    changed nothing (a blocked receiver is still asleep), a restart whose thread cannot start
+    changes nothing either (``health()`` then says expiry is stalled), and after ``resume``
+    (an arm, ``sweep()`` or ``health()``) the blocked receiver gets ``a`` again, and every
+    deadline left expires through the restarted sweeper.
+    """
+    caplog.clear()
+    setup = Setup(capacity=None, vt=10.0)
+    with failing_thread_start(None) as starts:
+        w = World(setup, starts)
+        q = w.q
+        calls: list[Call[object]] = []
+        by: Call[object] | None = None
+        try:
+            if phase == "start":
+                q.send("d", id="d")
+                q.send("a", id="a")
+                d = q.receive(visibility_timeout=None)  # in flight, no deadline, no sweeper
+                w.arm(fault, is_sweeper)
+                begun = w.clock.waits_begun(is_sweeper)
+                q.receive()  # a, deadline 10: starts the sweeper, whose first round may fail
+            else:
+                q.send("a", id="a")
+                q.send("c", id="c")
+                q.send("d", id="d")
+                q.receive()
+                q.receive()
+                d = q.receive(visibility_timeout=50.0)
+                w.settle()
+                by = start_bystander(w, "receiver")
+                calls.append(by)
+                w.arm(fault, is_sweeper)
+                begun = w.clock.waits_begun(is_sweeper)
+            before = w.observe()
+            s = w.state()
+            if phase == "expiry":
+                w.advance(10.0, wake=True)  # a and c are due: the sweeper wakes to expire them
+            assert wait_until(
+                lambda: w.fired() is not None or w.clock.waits_begun(is_sweeper) > begun
+            ), "the sweeper neither failed nor went back to waiting"
+            counts = w.counts()
+            swept = phase == "expiry" and (fault is None or fault[0] == "wait")
+            if swept:
+                # The round committed (a fault on its wait comes after): the receiver got a.
+                assert by is not None
+                s = serve_bystander(w, by, "receiver", spec.expire(s, 10.0)[0], 10.0)
+            if fault is None:
+                assert not sweeper_errors(caplog)
+                w.check(s)
+            else:
+                fired = w.fired()
+                thread = w.fired_in()
+                assert fired is not None and thread is not None and is_sweeper(thread)
+                thread.join(BOUND)
+                assert not thread.is_alive()
+                errors = sweeper_errors(caplog)
+                assert len(errors) == 1, errors
+                assert errors[0].levelno == logging.ERROR and errors[0].exc_info is not None
+                assert errors[0].exc_info[1] is fired
+                if not swept:
+                    assert w.observe() == before, "the failed sweep changed the queue"
+                    if by is not None:
+                        assert w.blocked(by)
+                w.check(s)
+                s = resume_expiry(w, resume, d, s)
+                if by is not None and not swept:
+                    s = serve_bystander(w, by, "receiver", spec.expire(s, 10.0)[0], 10.0)
+                w.check(s)
+                health = q.health()
+                assert health.sweeper_running and not health.expiry_stalled, health
+                assert health.sweeper_failures == 1, health
+                if resume != "health":
+                    assert health.last_error is fired, health
+            expire_rest(w, calls)
+        finally:
+            q.close()
+        for c in calls:
+            c.thread.join(BOUND)
+    return counts
+
+
+def resume_expiry(w: World, resume: Resume, d: Message[str], s: spec.State) -> spec.State:
+    """After the sweeper died with deadlines armed: ``resume`` tried while no thread can start
+    changes nothing (``change_visibility`` and ``sweep()`` raise the start's error, ``health()``
+    reports it and the stall), then ``resume`` restarts the sweeper. The state after it."""
+    q = w.q
+    now = w.clock.inner.now()
+    assert any(m.deadline is not None for m in s.messages), "nothing armed to resume"
+
+    def attempt() -> Outcome:
+        if resume == "arm":
+            return outcome_of(partial(q.change_visibility, d.receipt, 50.0 - now))
+        return outcome_of(q.sweep if resume == "sweep" else q.health)
+
+    before = w.observe()
+    with failing_thread_start(1) as again:
+        failed = attempt()
+    assert again.fired is not None, f"{resume} did not try to restart the sweeper"
+    assert w.observe() == before, f"{resume} changed the queue although its restart failed"
+    if resume == "health":
+        assert isinstance(failed, Returned), failed
+        assert failed.value == Health(
+            sweeper_running=False, sweeper_failures=1, last_error=again.fired, expiry_stalled=True
+        )
+    else:
+        assert isinstance(failed, Raised) and failed.error is again.fired, failed
+    w.check(s)
+    done = attempt()
+    assert isinstance(done, Returned), done
+    if resume == "arm":
+        assert done.value is True
+        receipt = spec.Receipt(0, d.id, d.attempt)
+        return spec.change_visibility(s, receipt, 50.0 - now, now)[0]
+    if resume == "sweep":
+        return spec.expire(s, now)[0]
+    assert isinstance(done.value, Health)
+    assert done.value.sweeper_running and not done.value.expiry_stalled, done.value
+    return s
+
+
+@pytest.mark.parametrize("resume", ["arm", "sweep", "health"])
+@pytest.mark.parametrize(
+    ("phase", "point"),
+    [
+        ("start", "now"),
+        ("start", "wait"),
+        ("expiry", "now"),
+        ("expiry", "wait"),
+        ("expiry", "sink"),
+    ],
+)
+def test_a_failing_sweeper_is_reported_changes_nothing_and_expiry_resumes(
+    phase: Phase, point: Point, resume: Resume, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.ERROR, logger="impl.queue")
+    counts = sweeper_exercise(phase, resume, None, caplog)
+    assert counts[point] >= 1, counts
+    for k in range(1, counts[point] + 1):
+        sweeper_exercise(phase, resume, (point, k, None), caplog)
+
+
+@pytest.mark.parametrize("fault", OTHER_FAULTS, ids=lambda f: f.__name__)
+@pytest.mark.parametrize("point", SWEEPER_POINTS)
+def test_a_sweeper_killed_by_memory_error_or_interrupt_is_reported_too(
+    point: Point, fault: type[BaseException], caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.ERROR, logger="impl.queue")
+    counts = sweeper_exercise("expiry", "health", None, caplog)
+    for k in range(1, counts[point] + 1):
+        sweeper_exercise("expiry", "health", (point, k, fault), caplog)
+
+
+# =============================================================================================
+# A sweeper thread that cannot start
+# =============================================================================================
+
+
+@pytest.mark.parametrize("repeat", [False, True], ids=["once", "every-time"])
+@pytest.mark.parametrize("needs", ["receive", "change_visibility"])
+def test_a_call_whose_sweeper_cannot_start_changes_nothing_and_close_works(
+    needs: str, repeat: bool
+) -> None:
+    clock = ProbeClock()
+    vt = 10.0 if needs == "receive" else None
+    q = Queue[str](visibility_timeout=vt, clock=clock)
+    try:
+        q.send("a", id="a")
+        held = None if needs == "receive" else q.receive(block=False)
+        before = (q.snapshot(), q.stats(), q.dead_letters())
+        with failing_thread_start(1, repeat=repeat) as starts:
+            for _ in range(3 if repeat else 1):
+                with pytest.raises(RuntimeError, match="can't start new thread") as info:
+                    if held is None:
+                        q.receive(block=False)
+                    else:
+                        q.change_visibility(held.receipt, 5.0)
+                assert info.value is starts.fired
+                assert (q.snapshot(), q.stats(), q.dead_letters()) == before
+                health = q.health()
+                assert not health.sweeper_running and not health.expiry_stalled, health
+                assert health.sweeper_failures == 0, health
+        # With threads back, the same call starts a sweeper, and expiry works through it.
+        if held is None:
+            m = q.receive(block=False)
+            assert (m.id, m.attempt) == ("a", 1)
+        else:
+            assert q.change_visibility(held.receipt, 5.0)
+        health = q.health()
+        assert health.sweeper_running and not health.expiry_stalled, health
+        receiver = Call(partial(q.receive, visibility_timeout=None), "receiver")
+        assert clock.wait_for_thread(receiver.thread)
+        clock.advance(10.0)
+        m = receiver.result()
+        assert (m.id, m.attempt) == ("a", 2)
+    finally:
+        q.close()
+
+
+def test_close_and_with_exit_work_after_a_failed_start() -> None:
+    """No join of a thread that never started: ``close()`` returns, and leaving ``with``
+    propagates the start's own error (not "cannot join thread before it is started")."""
+    q = Queue[str](visibility_timeout=10.0, clock=ProbeClock())
+    q.send("a", id="a")
+    with failing_thread_start(1) as starts, pytest.raises(RuntimeError):
+        q.receive(block=False)
+    assert starts.fired is not None
+    q.close()
+    q.close()
+    assert q.health().sweeper_running is False
+    with failing_thread_start(1) as starts, pytest.raises(RuntimeError) as info:  # noqa: SIM117
+        with Queue[str](visibility_timeout=10.0, clock=ProbeClock()) as q2:
+            q2.send("a", id="a")
+            q2.receive(block=False)
+    assert info.value is starts.fired
+    assert q2.snapshot().visible[0].id == "a"
+
+
+# =============================================================================================
+# The injectors themselves
+# =============================================================================================
+
+
+def test_the_failing_clock_fails_once_on_the_kth_matching_call() -> None:
+    clock = FailingClock()
+    clock.fail_on(2, "now")
+    assert clock.now() == 0.0
+    cond = threading.Condition()
+    with cond:
+        clock.wait(cond, 0.0)  # due already: returns at once, and is not a "now" call
+    with pytest.raises(InjectedFault) as info:
+        clock.now()
+    assert clock.fired is info.value
+    assert clock.now() == 0.0  # once: it behaves afterwards
+    assert (clock.now_calls, clock.wait_calls, clock.calls) == (3, 1, 4)
+    assert clock.trigger.counts == {"now": 3, "wait": 1}
+    clock.fail_on(1, "any", KeyboardInterrupt, thread="someone else")
+    assert clock.now() == 0.0  # another thread's fault
+    clock.advance(1.5)
+    assert clock.now() == 1.5
+
+
+def test_the_failing_sink_records_steps_and_fails_on_the_kth_call() -> None:
+    sink = FailingSink()
+    sink.fail_on(2, MemoryError, action=None)
+    sink(("send", ("a",), True, 0.0))
+    with pytest.raises(MemoryError):
+        sink(("send", ("b",), True, 0.0))
+    sink(("send", ("c",), True, 0.0))
+    assert [s[1] for s in sink.steps] == [("a",), ("c",)]
+    assert sink.calls == 3
+
+
+def test_failing_thread_start_fails_only_sweepers_and_restores_start() -> None:
+    original = threading.Thread.start
+    with failing_thread_start(1) as starts:
+        other = threading.Thread(target=lambda: None, name="sweeper-not")
+        other.start()
+        other.join()
+        t = threading.Thread(target=lambda: None, name="x-sweeper")
+        with pytest.raises(RuntimeError, match="can't start new thread"):
+            t.start()
+        t2 = threading.Thread(target=lambda: None, name="y-sweeper")
+        t2.start()  # once only
+        t2.join()
+        assert starts.started == [t2]
+    assert threading.Thread.start is original
