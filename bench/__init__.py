@@ -9,5 +9,9 @@ not the library. ``docs/benchmarks.md`` has a recorded run and says what each fi
 - :mod:`bench.state`: how the cost grows with the queue's state (fake clock, one thread);
 - :mod:`bench.realtime`: idle CPU and redelivery lateness on the real clock;
 - :mod:`bench.report`: the rows, as a text table and as JSON;
-- :mod:`bench.plot`: the figure (needs matplotlib).
+- :mod:`bench.plot`: the figure (needs matplotlib);
+- :mod:`bench.icount`: the hot path's cost in instructions against a base git revision
+  (``python -m bench.icount --base REV``; needs valgrind);
+- :mod:`bench.leak`: threads and memory left by 10,000 never-closed queues
+  (``python -m bench.leak``).
 """

@@ -120,6 +120,7 @@ def extract_impl(rev: str, into: Path) -> Path:
     if done.returncode != 0:
         raise IcountError(f"git archive {rev} impl failed: {done.stderr.decode().strip()}")
     with tarfile.open(fileobj=BytesIO(done.stdout)) as tar:
+        into.mkdir(parents=True, exist_ok=True)
         tar.extractall(into, filter="data")
     return into
 
@@ -135,39 +136,45 @@ class Row:
         return self.this / self.base
 
 
-def compare(base_rev: str, short: int, long: int) -> list[Row]:
-    """Instructions per cycle of every program, at ``base_rev`` and in the working tree."""
+def compare(base_rev: str, short: int, long: int, this_rev: str | None = None) -> list[Row]:
+    """Instructions per cycle of every program, at ``base_rev`` and in the working tree (or at
+    ``this_rev``)."""
     with tempfile.TemporaryDirectory(prefix="icount-") as tmp:
-        base = extract_impl(base_rev, Path(tmp))
+        base = extract_impl(base_rev, Path(tmp) / "base")
+        this = ROOT if this_rev is None else extract_impl(this_rev, Path(tmp) / "this")
         return [
-            Row(name, per_cycle(p, base, short, long), per_cycle(p, ROOT, short, long))
+            Row(name, per_cycle(p, base, short, long), per_cycle(p, this, short, long))
             for name, p in PROGRAMS.items()
         ]
 
 
-def format_rows(rows: Sequence[Row], base_rev: str) -> str:
+def format_rows(rows: Sequence[Row], base_rev: str, this_rev: str | None = None) -> str:
+    this = "this tree" if this_rev is None else this_rev[:10]
     lines = [
-        f"{'program':<36} {'base ' + base_rev[:10]:>16} {'this tree':>12} {'ratio':>7}",
-        f"{'':<36} {'(instr/cycle)':>16} {'(instr/cycle)':>12}",
+        "instructions per cycle",
+        f"{'program':<36} {base_rev[:13]:>14} {this:>14} {'ratio':>7}",
     ]
-    lines += [f"{r.program:<36} {r.base:>16,.0f} {r.this:>12,.0f} {r.ratio:>7.3f}" for r in rows]
+    lines += [f"{r.program:<36} {r.base:>14,.0f} {r.this:>14,.0f} {r.ratio:>7.3f}" for r in rows]
     return "\n".join(lines)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.icount", description=__doc__)
     parser.add_argument("--base", default="HEAD", help="git revision to compare with (HEAD)")
+    parser.add_argument(
+        "--this", default=None, help="git revision to measure (default: the working tree)"
+    )
     parser.add_argument("--short", type=int, default=2_000, help="cycles of the short run")
     parser.add_argument("--long", type=int, default=12_000, help="cycles of the long run")
     args = parser.parse_args(argv)
     if not 0 < args.short < args.long:
         parser.error("need 0 < --short < --long")
     try:
-        rows = compare(args.base, args.short, args.long)
+        rows = compare(args.base, args.short, args.long, args.this)
     except IcountError as e:
         print(f"icount: {e}", file=sys.stderr)
         return 1
-    print(format_rows(rows, args.base))
+    print(format_rows(rows, args.base, args.this))
     return 0
 
 

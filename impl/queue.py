@@ -713,6 +713,9 @@ class Queue(Generic[T]):
             sweeper = self._sweeper
         if sweeper is not None and sweeper is not threading.current_thread():
             sweeper.join()
+            with self.mutex:
+                if self._sweeper is sweeper:
+                    self._sweeper = self._link = None
 
     def __enter__(self) -> Queue[T]:
         return self
