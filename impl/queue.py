@@ -416,7 +416,12 @@ class Queue(Generic[T]):
             if id is None:
                 id = self._fresh_id()
             if self._trace is not None:
-                self._record("send", (id,), True)
+                try:
+                    self._record("send", (id,), True)
+                except BaseException:
+                    # A notify may have woken us for this slot: pass it on (see _wait).
+                    self._notify(self.not_full)
+                    raise
             # commit
             self._accepted.add(id)
             self._visible[id] = Record(id, body)
@@ -454,15 +459,21 @@ class Queue(Generic[T]):
         with self.mutex:
             if not self._visible:
                 self._wait_for_visible(block, wait)
-            if vt is None:
-                deadline = None
-            else:
-                deadline = check_later("visibility_timeout", self._clock.now(), vt)
-                if self._sweeper is None:
-                    self._start_sweeper()
-            if self._trace is not None:
-                head = next(iter(self._visible.values()))
-                self._record("receive", (vt,), (head.id, head.attempt + 1, deadline))
+            try:
+                if vt is None:
+                    deadline = None
+                else:
+                    deadline = check_later("visibility_timeout", self._clock.now(), vt)
+                    if self._sweeper is None:
+                        self._start_sweeper()
+                if self._trace is not None:
+                    head = next(iter(self._visible.values()))
+                    self._record("receive", (vt,), (head.id, head.attempt + 1, deadline))
+            except BaseException:
+                # A notify may have woken us for the head we leave visible: pass it on, so no
+                # other receiver sleeps beside it (see _wait).
+                self._notify(self.not_empty)
+                raise
             # commit
             rec = self._deliver(deadline)
             receipt = rec.receipt = self._receipt(rec)
