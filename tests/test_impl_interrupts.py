@@ -38,7 +38,7 @@ from model_tests.interrupts import (
     measure_reacquire,
     owns,
 )
-from model_tests.support import BOUND, Call
+from model_tests.support import BOUND, Call, ProbeClock
 
 Timing = Literal["notify", "reacquire"]
 TIMINGS: tuple[Timing, ...] = ("notify", "reacquire")
@@ -111,10 +111,11 @@ def test_an_rlock_reacquire_in_condition_wait_is_not_interrupted() -> None:
 def test_a_plain_lock_reacquire_in_condition_wait_is_interrupted() -> None:
     """The same rounds with a plain Lock: the exception leaves the wait without the lock, while
     the notifier holds it, and the waiter's release then takes the lock from under the
-    notifier (or fails, if the notifier let go first). Observed in about 96% of rounds (the
-    rest: the handler ran just after the notifier's release, the waiter still without the
-    lock); a round can miss only if the signal lands before the waiter blocks in the acquire,
-    which ``ReacquireProbe`` waits for. Asserted: at least one round of 100 shows each effect.
+    notifier (or fails, if the notifier let go first). Observed: the exception left without
+    the lock in 1000 rounds of 1000, the handler running while the notifier still held the
+    lock in 991 (in the others just after its release). A round can miss only if the signal
+    lands in the few instructions before the waiter blocks in the acquire, which
+    ``ReacquireProbe.wait`` waits out. Asserted: at least one round of 100 shows each effect.
     """
     m = measure_reacquire(threading.Lock, 100)
     assert m.left_owning == 0, m
@@ -202,10 +203,11 @@ def test_queue_Queue_loses_wakeups_and_breaks_its_lock_under_the_storm(
     """``queue.Queue``: the interrupted getter used up the put's notify, so the other getter
     sleeps beside the item. Deterministic in both windows: ``Condition.notify`` removes the
     main thread's waiter before the signal is sent, and the main thread raises before it can
-    take the item (observed in every round). With ``"reacquire"`` the main thread also leaves
-    the wait without the lock (its plain ``Lock`` acquire is interruptible) and one of the two
-    releases fails with ``release unlocked lock`` (observed in about 96% of rounds, see
-    ``test_a_plain_lock_reacquire_in_condition_wait_is_interrupted``; asserted: at least one).
+    take the item (observed in 200 rounds of 200, each window). With ``"reacquire"`` the main
+    thread also leaves the wait without the lock (a plain ``Lock``'s acquire is
+    interruptible), so one of the two releases fails with ``release unlocked lock`` (observed
+    in 200 of 200; see ``test_a_plain_lock_reacquire_in_condition_wait_is_interrupted`` for
+    why a round could miss). Asserted: at least one round of 60 shows each effect.
     """
     results = [
         side_by_side_round(storm, "queue.Queue", timing, i) for i in range(SIDE_BY_SIDE_ROUNDS)
@@ -483,3 +485,86 @@ def test_an_interrupted_wait_leaves_the_queue_unchanged_and_no_lock_held(
             assert q.cancel("e")
             assert seconds[0].result() == "y"
         probe.close()
+
+
+# =============================================================================================
+# An interrupt inside a critical section that is not a wait: the prepare phase
+# =============================================================================================
+
+Op = Literal["send", "receive", "delete", "retry", "change_visibility", "cancel", "sweep"]
+#: The trace action each operation records ("expire" for a sweep).
+ACTIONS: dict[Op, str] = {
+    "send": "send",
+    "receive": "receive",
+    "delete": "delete",
+    "retry": "retry",
+    "change_visibility": "change_visibility",
+    "cancel": "cancel",
+    "sweep": "expire",
+}
+
+
+@pytest.mark.parametrize("op", list(ACTIONS))
+def test_an_interrupt_in_the_prepare_phase_changes_nothing(storm: SignalStorm, op: Op) -> None:
+    """The main thread's transition is interrupted while it holds the lock in its prepare phase
+    (inside its trace sink, which every transition calls before its commit): the call raises
+    the handler's exception, the queue is exactly as before, the lock is free, and the same
+    call then succeeds. (Not promised, and not tested: an exception between two statements of
+    the commit phase, which a signal handler can raise only by chance; see the failure model.)
+    """
+    clock = ProbeClock()
+    main = threading.current_thread()
+    inside = threading.Event()
+
+    def sink(step: tuple[str, tuple[object, ...], object, float]) -> None:
+        if threading.current_thread() is main and step[0] == ACTIONS[op] and not inside.is_set():
+            inside.set()
+            # The handler raises in here, inside the queue's critical section.
+            assert not threading.Event().wait(BOUND), "the signal never came"
+
+    with Queue[str](capacity=3, visibility_timeout=10.0, clock=clock) as q:
+        storm.watch(q.mutex)
+        q.send("A", id="a")
+        q.send("B", id="b")
+        m = q.receive()
+        if op == "sweep":
+            # a comes due while the sweeper sleeps untold, so the main thread's sweep does it.
+            assert clock.wait_for_call(lambda c: c.deadline == 10.0)
+            clock.advance(10.0, wake=False)
+
+        def do() -> object:
+            if op == "send":
+                return q.send("C", id="c")
+            if op == "receive":
+                return q.receive().id
+            if op == "delete":
+                return q.delete(m.receipt)
+            if op == "retry":
+                return q.retry(m.receipt)
+            if op == "change_visibility":
+                return q.change_visibility(m.receipt, 5.0)
+            if op == "cancel":
+                return q.cancel("b")
+            q.sweep()
+            return q.stats().in_flight
+
+        def drive() -> None:
+            assert inside.wait(BOUND)
+            storm.interrupt_main()
+
+        before = (q.snapshot(), q.stats())
+        q.record_trace(sink)
+        driver = Call(drive, "driver")
+        with pytest.raises(Interrupt):
+            do()
+        driver.result()
+        assert (storm.runs[-1].held, storm.runs[-1].mine) == (True, True)
+        assert owns(q.mutex) is False
+        assert q.mutex.acquire(timeout=BOUND)
+        try:
+            q._check()
+        finally:
+            q.mutex.release()
+        assert (q.snapshot(), q.stats()) == before
+        q.record_trace(None)
+        assert do() == {"send": "c", "receive": "b", "sweep": 0}.get(op, True)
