@@ -117,8 +117,12 @@ class SignalStorm:
         self.runs: list[HandlerRun] = []
         #: Set by the handler; cleared by :meth:`interrupt_main` before each signal.
         self.ran = threading.Event()
-        self._main = threading.main_thread().ident
-        self._reader, self._writer = socket.socketpair()
+        main = threading.main_thread().ident
+        assert main is not None
+        self._main = main
+        # The wakeup fd's two ends, made on entry.
+        self._reader: socket.socket | None = None
+        self._writer: socket.socket | None = None
         self._old_fd = -1
         self._old_handler: Any = None
 
@@ -128,6 +132,7 @@ class SignalStorm:
     def __enter__(self) -> SignalStorm:
         if threading.current_thread() is not threading.main_thread():
             raise RuntimeError("a SignalStorm is installed from the main thread")
+        self._reader, self._writer = socket.socketpair()
         self._reader.setblocking(False)
         self._writer.setblocking(False)
         self._old_fd = signal.set_wakeup_fd(self._writer.fileno(), warn_on_full_buffer=False)
@@ -142,8 +147,10 @@ class SignalStorm:
     ) -> None:
         signal.signal(SIGNAL, self._old_handler)
         signal.set_wakeup_fd(self._old_fd)
-        self._reader.close()
-        self._writer.close()
+        for end in (self._reader, self._writer):
+            if end is not None:
+                end.close()
+        self._reader = self._writer = None
 
     def _handle(self, signum: int, frame: FrameType | None) -> None:
         lock = self._watched
@@ -166,18 +173,21 @@ class SignalStorm:
         is interruptible, otherwise as soon as it returns to Python code.
         """
         assert threading.get_ident() != self._main, "interrupt_main is for other threads"
-        self._drain()
+        reader = self._reader
+        assert reader is not None, "the storm is not installed"
+        self._drain(reader)
         self.ran.clear()
-        signal.pthread_kill(self._main, SIGNAL)  # type: ignore[arg-type]
+        signal.pthread_kill(self._main, SIGNAL)
         while True:
-            ready, _, _ = select.select([self._reader], [], [], timeout)
+            ready, _, _ = select.select([reader], [], [], timeout)
             assert ready, f"signal {SIGNAL} not delivered to the main thread in {timeout}s"
-            if SIGNAL in self._reader.recv(64):
+            if SIGNAL in reader.recv(64):
                 return
 
-    def _drain(self) -> None:
+    @staticmethod
+    def _drain(reader: socket.socket) -> None:
         try:
-            while self._reader.recv(64):
+            while reader.recv(64):
                 pass
         except BlockingIOError:
             pass
