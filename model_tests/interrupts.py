@@ -404,7 +404,8 @@ def _reacquire_round(lock: Lockish, storm: SignalStorm) -> tuple[int, bool, bool
     def notify() -> None:
         with cond:  # the main thread is in cond.wait(): it released the lock there
             cond.notify()
-            assert probe.wait(), "the waiter never re-took the lock"
+            if not probe.wait():
+                raise AssertionError("the waiter never re-took the lock")
             storm.interrupt_main()
             ran_before_release.append(storm.ran.is_set())
 
