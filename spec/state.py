@@ -5,7 +5,8 @@ a set and two states can be compared with ``==``. Nothing here reads a clock, ta
 mutates anything: that is the point of the spec (see ``../shared/contract.md``, section 2).
 
 The state is deliberately redundant: each message carries its own ``status``, and the ordered
-tuples ``visible``, ``in_flight`` and ``dead`` say the same thing again, in order. The invariants
+tuples ``visible``, ``in_flight``, ``dead``, ``delayed`` and ``timers`` say the same thing again,
+in order. The invariants
 in :mod:`spec.invariants` check that the two views agree, which is what catches a transition that
 updates one and forgets the other.
 """
@@ -13,6 +14,7 @@ updates one and forgets the other.
 from __future__ import annotations
 
 import enum
+import math
 from dataclasses import dataclass, field, replace
 from typing import Final
 
@@ -21,8 +23,10 @@ Time = float
 
 
 class Status(enum.Enum):
-    """The five states of a message (contract section 1). The last three are terminal."""
+    """The six states of a message (contract section 1). The last three are terminal."""
 
+    #: Sent with a delay, not yet deliverable: it has a ``visible_at`` time (and a timer).
+    DELAYED = "DELAYED"
     VISIBLE = "VISIBLE"
     IN_FLIGHT = "IN_FLIGHT"
     DONE = "DONE"
@@ -35,8 +39,8 @@ class Status(enum.Enum):
 
     @property
     def active(self) -> bool:
-        """Active messages count against capacity: visible and in-flight ones."""
-        return self is Status.VISIBLE or self is Status.IN_FLIGHT
+        """Active messages count against capacity: delayed, visible and in-flight ones."""
+        return self is Status.VISIBLE or self is Status.IN_FLIGHT or self is Status.DELAYED
 
 
 TERMINAL: Final = frozenset({Status.DONE, Status.CANCELLED, Status.DEAD})
@@ -47,7 +51,9 @@ class Msg:
     """One accepted message, whatever its state.
 
     ``attempt`` counts deliveries so far (0 before the first). ``deadline`` is set only while the
-    message is ``IN_FLIGHT`` with a finite visibility timeout; ``None`` otherwise.
+    message is ``IN_FLIGHT`` with a finite visibility timeout; ``None`` otherwise. ``visible_at``
+    is set exactly while the message is ``DELAYED``: when its delay fires (at the first sweep at
+    or after that time); ``None`` otherwise.
     """
 
     id: str
@@ -55,6 +61,17 @@ class Msg:
     status: Status = Status.VISIBLE
     attempt: int = 0
     deadline: Time | None = None
+    visible_at: Time | None = None
+
+    @property
+    def due(self) -> Time | None:
+        """When this message's timer is due: ``visible_at`` while ``DELAYED``, the deadline while
+        ``IN_FLIGHT`` with one; ``None`` when it has no running timer."""
+        if self.status is Status.DELAYED:
+            return self.visible_at
+        if self.status is Status.IN_FLIGHT:
+            return self.deadline
+        return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,16 +100,23 @@ class Config:
     ``capacity``: bound on *active* messages, ``None`` for unbounded, 0 accepts nothing.
     ``max_receives``: a release of a message delivered this many times dead-letters it; ``None``
     never dead-letters.
+    ``delay``: the queue's default delay, used by a send whose own delay is ``None``; 0 (the
+    default) makes a sent message visible at once.
     """
 
     capacity: int | None = None
     max_receives: int | None = None
+    delay: Time = 0.0
 
     def __post_init__(self) -> None:
         if self.capacity is not None and self.capacity < 0:
             raise ValueError(f"capacity must be >= 0 or None, got {self.capacity!r}")
         if self.max_receives is not None and self.max_receives < 1:
             raise ValueError(f"max_receives must be >= 1 or None, got {self.max_receives!r}")
+        if isinstance(self.delay, bool) or not isinstance(self.delay, int | float):
+            raise TypeError(f"delay must be a number, got {self.delay!r}")
+        if not math.isfinite(self.delay) or self.delay < 0:
+            raise ValueError(f"delay must be a finite number >= 0, got {self.delay!r}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,7 +130,18 @@ class State:
       ``in_flight`` ids of ``IN_FLIGHT`` messages, in the order they were received (this order
                     breaks ties between equal deadlines when the sweeper expires them);
       ``dead``      ids of ``DEAD`` messages, in the order they died;
-      ``queue``     which queue this is, so a receipt from another queue never matches.
+      ``queue``     which queue this is, so a receipt from another queue never matches;
+      ``delayed``   ids of ``DELAYED`` messages, in the order they were sent;
+      ``timers``    ids of every message with a running timer (``DELAYED`` ones, and
+                    ``IN_FLIGHT`` ones with a deadline), in the order their timers were started:
+                    the one order that breaks ties between equal due times when the sweeper
+                    fires them (contract section 2, *Timers*). A delayed send or a delivery
+                    with a deadline appends its id; ``change_visibility`` keeps the id's place
+                    (or appends it, when the delivery had no deadline: its timer starts then);
+                    whatever stops the timer removes the id.
+
+    ``delayed`` and ``timers`` come after ``queue`` so that states built positionally before
+    delays existed still mean what they meant.
     """
 
     config: Config = field(default_factory=Config)
@@ -115,6 +150,8 @@ class State:
     in_flight: tuple[str, ...] = ()
     dead: tuple[str, ...] = ()
     queue: int = 0
+    delayed: tuple[str, ...] = ()
+    timers: tuple[str, ...] = ()
 
     # -- read-only helpers: lookups, never updates ------------------------------------------
 
@@ -133,7 +170,7 @@ class State:
 
     @property
     def active(self) -> int:
-        """Visible plus in-flight: what capacity bounds."""
+        """Delayed plus visible plus in-flight: what capacity bounds."""
         return sum(1 for m in self.messages if m.status.active)
 
     def is_live(self, receipt: Receipt) -> bool:
