@@ -55,7 +55,7 @@ CONTRACT = ROOT.parent / "shared" / "contract.md"
 #: ``impl.Queue``'s public methods that are no operation of the model: queries, naming a
 #: receipt, recording, the lifecycle of the queue object.
 NOT_OPERATIONS = frozenset(
-    {"close", "dead_letters", "receipt", "record_trace", "shutdown", "snapshot", "stats"}
+    {"close", "dead_letters", "health", "receipt", "record_trace", "shutdown", "snapshot", "stats"}
 )
 
 

@@ -20,12 +20,11 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from impl import FakeClock, Queue, ShutDown, TraceStep
+from model_tests.support import BOUND
 from tla.trace import Event, TraceError, check_events, check_trace, to_events
 
 needs_java = pytest.mark.skipif(shutil.which("java") is None, reason="java is not installed")
 
-#: Real seconds any wait may take before the test fails instead of hanging.
-BOUND = 10.0
 
 #: What a consumer does with each message (by id), on its first delivery:
 #:   ok     delete it;
