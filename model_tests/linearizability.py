@@ -28,7 +28,14 @@ need ``now`` read that clock, and only ``advance(dt)`` moves it. This fits concu
 frozen fake clock: every operation reads the same ``now`` while the threads run; the clock is
 moved by a recorded ``advance`` (usually from the main thread, between or during phases).
 Expiry happens where a recorded ``expire`` (``Queue.sweep``) runs or, with ``sweeper=True``,
-also at any moment after a deadline has passed, as a background sweeper thread may do it.
+also at any moment after a timer (a deadline or a delay) is due, as a background sweeper thread
+may fire it.
+
+A batch (``send_batch``, ``receive_batch``, ``delete_batch``, ``change_visibility_batch``) is
+ONE operation: one entry of the history, placed at one point of the order, its recorded result
+the whole batch's (``True``/``False``, a tuple of deliveries, a tuple of bools). A batch that
+an implementation splits, letting another operation run between two of its entries, records a
+result that no single point explains, and the checker rejects it (contract: ``BatchAtomic``).
 """
 
 from __future__ import annotations
@@ -42,8 +49,8 @@ from dataclasses import dataclass
 from typing import Final, ParamSpec, TypeVar
 
 from spec.operations import REGISTRY, Kind, Registry, Result
-from spec.state import Config, State, Time, initial
-from spec.transitions import due, release
+from spec.state import Config, State, Status, Time, initial
+from spec.transitions import MAX_BATCH, due, fire_delay, release
 
 # =============================================================================================
 # Operations and the step function
@@ -115,12 +122,46 @@ def _integer(name: str, value: object) -> None:
         raise TypeError(f"{name} must be an int, got {value!r}")
 
 
+def _count(name: str, value: object) -> None:
+    _integer(name, value)
+    assert isinstance(value, int)
+    if not 1 <= value <= MAX_BATCH:
+        raise ValueError(f"{name} must be in 1..{MAX_BATCH}, got {value!r}")
+
+
+def _batch(
+    shape: str, checks: Sequence[Callable[[str, object], None]]
+) -> Callable[[str, object], None]:
+    """The check of a batch argument: a tuple of 1 to ``MAX_BATCH`` tuples ``shape``, each
+    field checked by ``checks``."""
+
+    def check(name: str, value: object) -> None:
+        if not isinstance(value, tuple) or not 1 <= len(value) <= MAX_BATCH:
+            raise TypeError(f"{name} must be a tuple of 1 to {MAX_BATCH} {shape}, got {value!r}")
+        for k, entry in enumerate(value):
+            if not isinstance(entry, tuple) or len(entry) != len(checks):
+                raise TypeError(f"{name}[{k}] must be a tuple {shape}, got {entry!r}")
+            for field, (part, field_check) in enumerate(zip(entry, checks, strict=True)):
+                field_check(f"{name}[{k}][{field}]", part)
+
+    return check
+
+
+def _delay(name: str, value: object) -> None:
+    _number(name, value, optional=True)
+
+
 _CHECKS: Final[Mapping[Kind, Callable[[str, object], None]]] = {
     Kind.ID: _text,
     Kind.BODY: _text,
     Kind.ATTEMPT: _integer,
     Kind.TIME: _number,
     Kind.OPTIONAL_TIME: lambda name, value: _number(name, value, optional=True),
+    Kind.DELAY: _delay,
+    Kind.COUNT: _count,
+    Kind.ENTRIES: _batch("(id, body, delay)", (_text, _text, _delay)),
+    Kind.RECEIPTS: _batch("(id, attempt)", (_text, _integer)),
+    Kind.CHANGES: _batch("(id, attempt, timeout)", (_text, _integer, _number)),
 }
 
 
@@ -131,10 +172,20 @@ def validate_operation(op: Operation, registry: Registry = REGISTRY) -> None:
     if op.name not in registry:
         raise ValueError(f"op.name must be one of {sorted(registry.names)}, got {op.name!r}")
     declared = registry[op.name]
-    if not isinstance(op.args, tuple) or len(op.args) != len(declared.args):
+    if not isinstance(op.args, tuple) or len(full_args(op, registry)) != len(declared.args):
         raise TypeError(f"op.args of {op.name} must be a tuple {declared.signature()}: {op.args!r}")
-    for arg, value in zip(declared.args, op.args, strict=True):
+    for arg, value in zip(declared.args, full_args(op, registry), strict=True):
         _CHECKS[arg.kind](f"{op.name} {arg.name}", value)
+
+
+def full_args(op: Operation, registry: Registry = REGISTRY) -> tuple[object, ...]:
+    """``op``'s model arguments, a trailing delay left out filled in as ``None`` (the queue's):
+    ``Operation("send", (id, body))`` is a send without a delay of its own."""
+    declared = registry[op.name].args
+    missing = declared[len(op.args) :]
+    if missing and all(a.kind is Kind.DELAY for a in missing):
+        return (*op.args, *(None,) * len(missing))
+    return op.args
 
 
 def apply(
@@ -148,7 +199,7 @@ def apply(
     """
     if op.name not in registry:
         raise ValueError(f"op.name must be one of {sorted(registry.names)}, got {op.name!r}")
-    q, now, result = registry[op.name].step(state.queue, state.now, op.args)
+    q, now, result = registry[op.name].step(state.queue, state.now, full_args(op, registry))
     return ModelState(q, now), result
 
 
@@ -355,7 +406,7 @@ def _search(
             ids = due(state.queue, state.now)
             if ids:
                 budget.spend()
-                after_q = release(state.queue, ids[0])
+                after_q = _fire(state.queue, ids[0])
                 children.append((SweeperStep(ids[0]), placed, ModelState(after_q, state.now)))
         return children, mismatches
 
@@ -387,6 +438,14 @@ def _search(
             best = (tuple(path), stuck)
         stack.append((kids, [0]))
     return _Failed(best[0], tuple(best[1]))
+
+
+def _fire(q: State, id: str) -> State:
+    """The first due timer of ``q`` fires: a delay makes its message visible, a deadline
+    releases it (``spec.expire``'s step for one id)."""
+    m = q.get(id)
+    assert m is not None
+    return fire_delay(q, id) if m.status is Status.DELAYED else release(q, id)
 
 
 def _cut(history: Sequence[Entry], at: float) -> tuple[list[int], list[Entry]]:
@@ -535,8 +594,18 @@ class QueueAdapter:
     anything with ``.id``, ``.attempt`` and ``.body`` (or ``.payload``); a receipt anything with
     ``.id`` and ``.attempt``, or the two positional arguments ``(id, attempt)`` of the job-queue
     API. ``send`` returning an id (or ``True``) is accepted; raising ``queue.Full`` or a
-    ``DuplicateIdError`` is rejected (``False``). ``receive`` raising ``queue.Empty`` or
-    returning ``None`` is ``None``. Any other exception becomes a :class:`Raised` result.
+    ``DuplicateIdError`` is rejected (``False``); its ``delay=`` keyword is the model's delay,
+    left out without one (``None``, the queue's: :func:`full_args`). ``receive`` raising
+    ``queue.Empty`` or returning ``None`` is ``None``. Any other exception becomes a
+    :class:`Raised` result.
+
+    The batches: ``send_batch(entries)`` with entries having ``.body``, ``.id`` and ``.delay``
+    (``impl.Entry``; an entry without an id takes the id the call returned for it), or
+    ``(id, body, delay)`` tuples; it returns the ids (accepted, ``True``) or raises
+    ``queue.Full``/``DuplicateIdError`` (``False``). ``receive_batch(max_messages=10, *,
+    visibility_timeout=...)`` returns the deliveries (``queue.Empty``: none, ``()``).
+    ``delete_batch(receipts)`` and ``change_visibility_batch(changes)`` (``(receipt, timeout)``
+    pairs) return lists of bools, recorded as tuples; ``purge()`` returns a count.
     """
 
     visibility_timeout: float | None = 30.0
@@ -555,28 +624,49 @@ class QueueAdapter:
     def _args(self, name: str, c: Call) -> tuple[object, ...]:
         a = c.args
         if name == "send":
+            # Without a delay= keyword, the delay is left out: the queue's (see full_args).
+            delay = (c.kwargs["delay"],) if "delay" in c.kwargs else ()
             if "id" in c.kwargs:  # Queue.send(body, *, id=...)
-                return (c.kwargs["id"], a[0])
+                return (c.kwargs["id"], a[0], *delay)
             if len(a) == 2:  # JobQueue.enqueue(id, payload)
-                return (a[0], a[1])
+                return (a[0], a[1], *delay)
             if isinstance(c.value, str):  # Queue.send(body) chose the id
-                return (c.value, a[0])
+                return (c.value, a[0], *delay)
             raise ValueError(f"send: cannot tell the id of {c!r}")
         if name == "receive":
             return (c.kwargs.get("visibility_timeout", self.visibility_timeout),)
+        if name == "receive_batch":
+            n = a[0] if a else c.kwargs.get("max_messages", 10)
+            return (n, c.kwargs.get("visibility_timeout", self.visibility_timeout))
+        if name == "send_batch":
+            entries = a[0] if a else c.kwargs["entries"]
+            assert isinstance(entries, Iterable)
+            ids = c.value if isinstance(c.value, list) else None
+            return (tuple(_entry(k, e, ids) for k, e in enumerate(entries)),)
         op = self.registry[name]
         if op.takes_receipt:  # a receipt, or (id, attempt), then the other arguments
             rest = len(op.args) - 2
             head, tail = (a[:-rest], a[-rest:]) if rest else (a, ())
             return (*_receipt(name, head), *tail)
-        return tuple(a[: len(op.args)])
+        out = []
+        for arg, value in zip(op.args, a, strict=False):
+            if arg.kind is Kind.RECEIPTS:
+                assert isinstance(value, Iterable)
+                value = tuple(_one_receipt(name, r) for r in value)
+            elif arg.kind is Kind.CHANGES:
+                assert isinstance(value, Iterable)
+                value = tuple((*_one_receipt(name, r), t) for r, t in value)
+            out.append(value)
+        return tuple(out)
 
     def _result(self, name: str, c: Call) -> object:
         if c.error is not None:
             exc = c.error
             if name == "receive" and isinstance(exc, stdlib_queue.Empty):
                 return None
-            if name == "send" and (
+            if name == "receive_batch" and isinstance(exc, stdlib_queue.Empty):
+                return ()
+            if name in ("send", "send_batch") and (
                 isinstance(exc, stdlib_queue.Full)
                 or (isinstance(exc, ValueError) and type(exc).__name__ == "DuplicateIdError")
             ):
@@ -586,16 +676,40 @@ class QueueAdapter:
         op = self.registry[name]
         if name == "send":
             return v is True or isinstance(v, str)
+        if name == "send_batch":
+            return v is True or isinstance(v, list)
+        if op.result is Result.DELIVERIES:
+            assert isinstance(v, Iterable)
+            return tuple(_delivered(d) for d in v)
+        if op.result is Result.BOOLS:
+            assert isinstance(v, Iterable)
+            return tuple(v)
         if op.result is Result.DELIVERY:
-            if v is None:
-                return None
-            body = getattr(v, "body", None)
-            if body is None:
-                body = getattr(v, "payload", None)
-            return (getattr(v, "id", None), body, getattr(v, "attempt", None))
+            return None if v is None else _delivered(v)
         if op.result is Result.NONE or not op.observed:
             return None
         return v
+
+
+def _delivered(v: object) -> tuple[object, object, object]:
+    """A delivery as the model writes it: ``(id, body, attempt)`` (``.payload`` for a body)."""
+    body = getattr(v, "body", None)
+    if body is None:
+        body = getattr(v, "payload", None)
+    return (getattr(v, "id", None), body, getattr(v, "attempt", None))
+
+
+def _entry(k: int, e: object, ids: list[object] | None) -> tuple[object, object, object]:
+    """Entry ``k`` of a ``send_batch`` as ``(id, body, delay)``: an ``impl.Entry``-like value
+    (``.body``, ``.id``, ``.delay``; no id: the one the call returned for it), or a tuple."""
+    if isinstance(e, tuple):
+        return (e[0], e[1], e[2] if len(e) > 2 else None)
+    id = getattr(e, "id", None)
+    if id is None and ids is not None and k < len(ids):
+        id = ids[k]
+    # A rejected batch of generated ids: the ids were never chosen. "?k" is no valid id, so it
+    # names no message; the checker sees the batch rejected with whatever room there was.
+    return (f"?{k}" if id is None else id, getattr(e, "body", None), getattr(e, "delay", None))
 
 
 def impl_names(registry: Registry = REGISTRY) -> dict[str, str]:
@@ -612,6 +726,13 @@ def _receipt(name: str, args: tuple[object, ...]) -> tuple[object, object]:
     if len(args) == 1 and hasattr(args[0], "id") and hasattr(args[0], "attempt"):
         return (getattr(args[0], "id"), getattr(args[0], "attempt"))  # noqa: B009
     raise TypeError(f"{name}: expected a receipt (.id, .attempt) or (id, attempt), got {args!r}")
+
+
+def _one_receipt(name: str, r: object) -> tuple[object, object]:
+    """One receipt of a batch: a receipt (``.id``, ``.attempt``) or an ``(id, attempt)`` pair."""
+    if isinstance(r, tuple) and len(r) == 2:
+        return (r[0], r[1])
+    return _receipt(name, (r,))
 
 
 class HistoryRecorder:

@@ -10,6 +10,14 @@ own invariant functions (``spec.violations``, ``spec.step_violations``) can be r
 implementation. For done and cancelled messages, whose attempt and body the snapshot no longer
 has, it carries them over from the previous converted state (where the message was last
 active), which is what lets the step invariants compare two converted states.
+
+The snapshot does not show the order in which timers were started (the spec's ``timers``, which
+breaks ties between equal due times), so :func:`to_state` rebuilds it: the previous state's
+order for every timer still running (the same delay, or the same delivery's deadline), then
+the timers started by the last step, delays in send order and then deadlines in delivery
+order. One step starts the timers of one operation only, so this is the order it started
+them in. Whether the impl *fires* timers in that order is what the lockstep compares, step by
+step, through the observable state.
 """
 
 from __future__ import annotations
@@ -24,12 +32,14 @@ from impl import Snapshot, SnapshotMessage, Stats
 
 @dataclass(frozen=True, slots=True)
 class Item:
-    """One message as both layers show it; ``deadline`` is ``None`` unless in flight with one."""
+    """One message as both layers show it; ``deadline`` is ``None`` unless in flight with one,
+    ``visible_at`` unless delayed."""
 
     id: str
     body: object
     attempt: int
     deadline: float | None = None
+    visible_at: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,7 +47,7 @@ class Observed:
     """The observable state of one queue.
 
     ``visible`` head first; ``in_flight`` in receive order; ``dead`` in order of death;
-    ``done`` and ``cancelled`` as id sets.
+    ``done`` and ``cancelled`` as id sets; ``delayed`` in send order.
     """
 
     visible: tuple[Item, ...]
@@ -45,21 +55,24 @@ class Observed:
     dead: tuple[Item, ...]
     done: frozenset[str]
     cancelled: frozenset[str]
+    delayed: tuple[Item, ...] = ()
 
-    def counts(self) -> tuple[int, int, int, int, int]:
-        """(visible, in_flight, done, cancelled, dead), the order of ``impl.Stats``' fields."""
+    def counts(self) -> tuple[int, int, int, int, int, int]:
+        """(visible, in_flight, done, cancelled, dead, delayed), the order of ``impl.Stats``'
+        fields."""
         return (
             len(self.visible),
             len(self.in_flight),
             len(self.done),
             len(self.cancelled),
             len(self.dead),
+            len(self.delayed),
         )
 
 
-def stats_counts(stats: Stats) -> tuple[int, int, int, int, int]:
+def stats_counts(stats: Stats) -> tuple[int, int, int, int, int, int]:
     """``impl.Stats`` as the tuple :meth:`Observed.counts` returns."""
-    return (stats.visible, stats.in_flight, stats.done, stats.cancelled, stats.dead)
+    return (stats.visible, stats.in_flight, stats.done, stats.cancelled, stats.dead, stats.delayed)
 
 
 def from_state(s: spec.State) -> Observed:
@@ -70,7 +83,7 @@ def from_state(s: spec.State) -> Observed:
         for id in ids:
             m = s.get(id)
             assert m is not None, f"{id!r} listed but not recorded"
-            out.append(Item(m.id, m.body, m.attempt, m.deadline))
+            out.append(Item(m.id, m.body, m.attempt, m.deadline, m.visible_at))
         return tuple(out)
 
     return Observed(
@@ -79,11 +92,12 @@ def from_state(s: spec.State) -> Observed:
         dead=items(s.dead),
         done=frozenset(m.id for m in s.messages if m.status is spec.Status.DONE),
         cancelled=frozenset(m.id for m in s.messages if m.status is spec.Status.CANCELLED),
+        delayed=items(s.delayed),
     )
 
 
 def _items(ms: Iterable[SnapshotMessage[Any]]) -> tuple[Item, ...]:
-    return tuple(Item(m.id, m.body, m.attempt, m.deadline) for m in ms)
+    return tuple(Item(m.id, m.body, m.attempt, m.deadline, m.visible_at) for m in ms)
 
 
 def from_snapshot(snap: Snapshot[Any]) -> Observed:
@@ -94,6 +108,7 @@ def from_snapshot(snap: Snapshot[Any]) -> Observed:
         dead=_items(snap.dead),
         done=snap.done,
         cancelled=snap.cancelled,
+        delayed=_items(snap.delayed),
     )
 
 
@@ -104,7 +119,8 @@ def to_state(
 
     Done and cancelled messages take their body and attempt from ``previous`` (the state
     converted from the snapshot before), or ``("", 0)`` when it has none. An id that appears in
-    two places of the snapshot is recorded once per place, so ``OneState`` reports it.
+    two places of the snapshot is recorded once per place, so ``OneState`` reports it. The
+    ``timers`` order is rebuilt from ``previous`` (see the module docstring).
     """
     msgs: list[spec.Msg] = []
 
@@ -112,13 +128,15 @@ def to_state(
         ids = []
         for m in ms:
             # Kept as the snapshot says even when not in flight, so OneState can object.
-            msgs.append(spec.Msg(m.id, m.body, status, m.attempt, m.deadline))
+            msgs.append(spec.Msg(m.id, m.body, status, m.attempt, m.deadline, m.visible_at))
             ids.append(m.id)
         return tuple(ids)
 
     visible = add(snap.visible, spec.Status.VISIBLE)
     in_flight = add(snap.in_flight, spec.Status.IN_FLIGHT)
     dead = add(snap.dead, spec.Status.DEAD)
+    delayed = add(snap.delayed, spec.Status.DELAYED)
+    timers = _timers(snap, previous)
     for ids, status in ((snap.done, spec.Status.DONE), (snap.cancelled, spec.Status.CANCELLED)):
         for id in sorted(ids):
             old = previous.get(id) if previous is not None else None
@@ -131,4 +149,25 @@ def to_state(
         in_flight=in_flight,
         dead=dead,
         queue=queue,
+        delayed=delayed,
+        timers=timers,
     )
+
+
+def _timers(snap: Snapshot[Any], previous: spec.State | None) -> tuple[str, ...]:
+    """The spec's ``timers`` for ``snap``: still-running timers in ``previous``'s order, then
+    the ones the last step started (delays in send order, then deadlines in delivery order)."""
+    running = {m.id: (True, m.attempt) for m in snap.delayed}
+    running |= {m.id: (False, m.attempt) for m in snap.in_flight if m.deadline is not None}
+
+    def same_timer(id: str) -> bool:
+        old = previous.get(id) if previous is not None else None
+        return (
+            old is not None
+            and old.due is not None
+            and running[id] == (old.status is spec.Status.DELAYED, old.attempt)
+        )
+
+    kept = [id for id in (previous.timers if previous else ()) if id in running and same_timer(id)]
+    started = [id for id in running if id not in kept]
+    return (*kept, *started)

@@ -23,6 +23,15 @@ Choices the contract leaves open, made here and documented in ``docs/testing.md`
   ``[A-Za-z0-9_-]{1,128}``; payloads are any JSON string.
 - ``["use", i]`` must name a queue that exists at that point of the scenario (queue 0 exists
   from the start, each ``["new"]`` adds the next index). This is checked before anything runs.
+- ``delay`` (default 0) is the queue's default delay, a time like the others; an
+  ``["enqueue", id, payload]`` without a ``"delay"`` option (or a batch entry without one) uses
+  it. ``"fifo": true`` is refused ("FIFO queues are not implemented yet"); ``"fifo": false`` and
+  ``dedup_interval`` (a time, FIFO only, so unused here) are accepted.
+- Batches (``enqueue_batch``, ``ack_batch``, ``extend_batch``) take 1 to 10 entries and
+  ``reserve_batch`` an ``n`` in 1..10; anything else is invalid, as is an option other than
+  ``"delay"`` (``"group"`` and ``"dedup"`` are FIFO options). An id repeated inside one
+  ``enqueue_batch`` is a valid scenario: the batch is rejected (``false``), as one that does not
+  fit is.
 - Unknown keys, duplicate keys and the non-standard JSON constants ``NaN``/``Infinity`` are
   errors, so that a typo cannot silently fall back to a default.
 """
@@ -33,7 +42,7 @@ import enum
 import json
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final, NoReturn, TypeAlias
 
@@ -45,7 +54,19 @@ MAX_TIME: Final = 1e9
 #: The id form of the contract (section 3).
 ID_PATTERN: Final = re.compile(r"[A-Za-z0-9_-]{1,128}")
 
-_KEYS: Final = frozenset({"capacity", "visibility_timeout", "max_receives", "ops"})
+_KEYS: Final = frozenset(
+    {"capacity", "visibility_timeout", "max_receives", "delay", "fifo", "dedup_interval", "ops"}
+)
+
+#: How many entries a batch may have (contract section 2, as SQS): 1 to ``MAX_BATCH``.
+MAX_BATCH: Final = 10
+
+#: The options of an ``enqueue`` (or of a batch entry) that a standard queue takes.
+OPTIONS: Final = ("delay",)
+#: The options only a FIFO queue takes (contract section 2b, issue 15).
+FIFO_OPTIONS: Final = ("group", "dedup")
+#: What the parser says of a FIFO queue or option.
+NO_FIFO: Final = "FIFO queues are not implemented yet"
 
 
 class ScenarioError(ValueError):
@@ -53,7 +74,8 @@ class ScenarioError(ValueError):
 
 
 class QueueDefault(enum.Enum):
-    """Marks a ``reserve`` without a ``vt``: use the queue's configured visibility timeout."""
+    """Marks a ``reserve`` without a ``vt`` (use the queue's configured visibility timeout), or a
+    send without a ``"delay"`` option (use the queue's configured delay)."""
 
     QUEUE_DEFAULT = "queue default"
 
@@ -73,6 +95,15 @@ class Invoke:
 
     A receipt (``id, attempt``) names the current queue. ``advance`` moves the shared clock,
     then every queue sweeps.
+
+    The ops of issue 14: ``["enqueue", id, payload, {"delay": d}]`` is
+    ``Invoke("send", (id, payload, d))`` (``QUEUE_DEFAULT`` for the delay without the option);
+    ``["enqueue_batch", [[id, payload], [id, payload, opts], ...]]`` is
+    ``Invoke("send_batch", (((id, payload, delay), ...),))``; ``["reserve_batch", n, vt]`` is
+    ``Invoke("receive_batch", (n, vt))``; ``["ack_batch", [[id, attempt], ...]]`` is
+    ``Invoke("delete_batch", (((id, attempt), ...),))``; ``["extend_batch", [[id, attempt, t],
+    ...]]`` is ``Invoke("change_visibility_batch", (((id, attempt, t), ...),))``; ``["purge"]``
+    is ``Invoke("purge")``.
     """
 
     name: str
@@ -106,6 +137,7 @@ class QueueConfig:
     capacity: int | None
     visibility_timeout: float | None = None
     max_receives: int | None = None
+    delay: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,9 +203,25 @@ def _shape(arg: Arg) -> str:
     return f"[{arg.harness_name}]" if arg.kind is Kind.OPTIONAL_TIME else arg.harness_name
 
 
+#: The shape after the op's name of the registry ops whose harness arguments are not their
+#: model arguments one for one (options, lists of entries), by operation name; a name in
+#: brackets may be left out.
+_SHAPES: Final[Mapping[str, tuple[str, ...]]] = {
+    "send": ("id", "payload", "[opts]"),
+    "send_batch": ("entries",),
+    "receive_batch": ("n", "[vt]"),
+    "delete_batch": ("receipts",),
+    "change_visibility_batch": ("changes",),
+    "purge": (),
+}
+
+
 def op_table(registry: Registry = REGISTRY) -> dict[str, tuple[str, ...]]:
     """The shape of each op after its name: the argument names, for arity errors."""
-    table = {name: tuple(map(_shape, op.args)) for name, op in harness_ops(registry).items()}
+    table = {
+        name: _SHAPES[op.name] if op.name in _SHAPES else tuple(map(_shape, op.args))
+        for name, op in harness_ops(registry).items()
+    }
     return table | dict(_OWN)
 
 
@@ -196,6 +244,9 @@ def _argument(where: str, arg: Arg, value: object) -> object:
             return _time(f"{where} {arg.harness_name}", value)
         case Kind.OPTIONAL_TIME:
             return None if value is None else _time(f"{where} {arg.harness_name}", value)
+        case _:
+            # Options and batch lists: their ops have parsers of their own (_PARSERS).
+            raise AssertionError(f"{arg.kind} is parsed by its op's parser, not by kind")
 
 
 def _invoke(where: str, op: Operation, raw: list[object]) -> Invoke:
@@ -207,6 +258,110 @@ def _invoke(where: str, op: Operation, raw: list[object]) -> Invoke:
         if values[i] is not QUEUE_DEFAULT:
             values[i] = _argument(where, op.args[i], values[i])
     return Invoke(op.name, tuple(values))
+
+
+def _options(where: str, value: object) -> float | QueueDefault:
+    """An ``enqueue``'s (or a batch entry's) options: its delay, or ``QUEUE_DEFAULT``."""
+    if not isinstance(value, Mapping):
+        _fail(where, f'opts must be an object like {{"delay": 5}}, got {_show(value)}')
+    for key in value:
+        if key in FIFO_OPTIONS:
+            _fail(where, f"option {_show(key)} is for FIFO queues only ({NO_FIFO})")
+        if key not in OPTIONS:
+            _fail(where, f"unknown option {_show(key)} (known: {', '.join(OPTIONS)})")
+    if "delay" in value:
+        return _time(f"{where} delay", value["delay"])
+    return QUEUE_DEFAULT
+
+
+def _body(where: str, value: object) -> str:
+    if not isinstance(value, str):
+        _fail(where, f"payload must be a string, got {_show(value)}")
+    return value
+
+
+def _message(where: str, raw: Sequence[object]) -> tuple[str, str, float | QueueDefault]:
+    """``id, payload[, opts]`` of an ``enqueue`` or a batch entry: ``(id, body, delay)``."""
+    body = _body(where, raw[1])
+    delay = _options(where, raw[2]) if len(raw) == 3 else QUEUE_DEFAULT
+    return _id(where, raw[0]), body, delay
+
+
+def _batch(where: str, what: str, value: object, shape: str) -> list[object]:
+    """A batch's list of entries: a JSON list of 1 to :data:`MAX_BATCH` entries."""
+    if not isinstance(value, list):
+        _fail(where, f"{what} must be a list of entries like {shape}, got {_show(value)}")
+    if not 1 <= len(value) <= MAX_BATCH:
+        _fail(where, f"a batch takes 1 to {MAX_BATCH} {what}, got {len(value)}")
+    return value
+
+
+def _entry(where: str, value: object, sizes: tuple[int, ...], shape: str) -> list[object]:
+    if not isinstance(value, list) or len(value) not in sizes:
+        _fail(where, f"expected {shape}, got {_show(value)}")
+    return value
+
+
+def _send_args(where: str, raw: list[object]) -> tuple[object, ...]:
+    return _message(where, raw)
+
+
+def _send_batch_args(where: str, raw: list[object]) -> tuple[object, ...]:
+    shape = "[id, payload] or [id, payload, opts]"
+    entries = _batch(where, "entries", raw[0], f"[{shape}, ...]")
+    return (
+        tuple(
+            _message(f"{where} entry {i}", _entry(f"{where} entry {i}", e, (2, 3), shape))
+            for i, e in enumerate(entries)
+        ),
+    )
+
+
+def _receive_batch_args(where: str, raw: list[object]) -> tuple[object, ...]:
+    n = _int(f"{where} n", raw[0], 1)
+    if n > MAX_BATCH:
+        _fail(f"{where} n", f"must be <= {MAX_BATCH}, got {n}")
+    if len(raw) == 1:
+        return (n, QUEUE_DEFAULT)
+    return (n, None if raw[1] is None else _time(f"{where} vt", raw[1]))
+
+
+def _receipt(where: str, value: object, shape: str, timed: bool) -> tuple[object, ...]:
+    e = _entry(where, value, (3,) if timed else (2,), shape)
+    receipt = (_id(where, e[0]), _int(f"{where} attempt", e[1], 0))
+    return (*receipt, _time(f"{where} t", e[2])) if timed else receipt
+
+
+def _delete_batch_args(where: str, raw: list[object]) -> tuple[object, ...]:
+    entries = _batch(where, "receipts", raw[0], "[[id, attempt], ...]")
+    return (
+        tuple(
+            _receipt(f"{where} entry {i}", e, "[id, attempt]", timed=False)
+            for i, e in enumerate(entries)
+        ),
+    )
+
+
+def _change_visibility_batch_args(where: str, raw: list[object]) -> tuple[object, ...]:
+    entries = _batch(where, "changes", raw[0], "[[id, attempt, t], ...]")
+    return (
+        tuple(
+            _receipt(f"{where} entry {i}", e, "[id, attempt, t]", timed=True)
+            for i, e in enumerate(entries)
+        ),
+    )
+
+
+#: The parsers of the ops in :data:`_SHAPES`: the raw JSON arguments (their number checked)
+#: to the model arguments of :class:`Invoke`.
+_PARSERS: Final[Mapping[str, Callable[[str, list[object]], tuple[object, ...]]]] = {
+    "send": _send_args,
+    "send_batch": _send_batch_args,
+    "receive_batch": _receive_batch_args,
+    "delete_batch": _delete_batch_args,
+    "change_visibility_batch": _change_visibility_batch_args,
+    "purge": lambda where, raw: (),
+}
 
 
 def parse_op(raw: object, queues: int, where: str = "op", registry: Registry = REGISTRY) -> Op:
@@ -228,7 +383,10 @@ def parse_op(raw: object, queues: int, where: str = "op", registry: Registry = R
         _fail(where, f"{name} takes [{shape}], got {_show(raw)}")
     ops = harness_ops(registry)
     if name in ops:
-        return _invoke(where, ops[name], args)
+        op = ops[name]
+        if op.name in _PARSERS:
+            return Invoke(op.name, _PARSERS[op.name](where, args))
+        return _invoke(where, op, args)
     match name:
         case "dead":
             return Dead()
@@ -255,6 +413,13 @@ def parse_scenario(obj: object) -> Scenario:
     for key in ("capacity", "ops"):
         if key not in obj:
             _fail("", f'missing key "{key}"')
+    fifo = obj.get("fifo", False)
+    if not isinstance(fifo, bool):
+        _fail("fifo", f"expected true or false, got {_show(fifo)}")
+    if fifo:
+        _fail("fifo", f'{NO_FIFO} (issue 15): only standard queues, "fifo": false')
+    if "dedup_interval" in obj:
+        _time("dedup_interval", obj["dedup_interval"])
     capacity = obj["capacity"]
     vt = obj.get("visibility_timeout")
     max_receives = obj.get("max_receives")
@@ -262,6 +427,7 @@ def parse_scenario(obj: object) -> Scenario:
         capacity=None if capacity is None else _int("capacity", capacity, 0),
         visibility_timeout=None if vt is None else _time("visibility_timeout", vt),
         max_receives=None if max_receives is None else _int("max_receives", max_receives, 1),
+        delay=_time("delay", obj.get("delay", 0)),
     )
     raw_ops = obj["ops"]
     if not isinstance(raw_ops, list):

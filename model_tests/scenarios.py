@@ -5,8 +5,11 @@ deadline, which is where the interesting behaviour is. So the strategy builds a 
 while running it on the spec (:class:`model_tests.targets.ModelTarget`) as a guide, and biases
 each draw by what the spec says is there: ``ack``/``retry``/``extend`` mostly name a live
 delivery (but also stale, future and attempt-0 ones), ``cancel`` mostly names an accepted id,
-and ``advance`` often lands exactly on the next deadline, or just before or after it. The spec
-only guides the drawing; the tests compare the outputs of both targets, never with the guide.
+and ``advance`` often lands exactly on the next timer (a deadline or a delay), or just before or
+after it. Batches are mostly small (1 to 3 entries, sometimes up to the limit of 10), their
+entries drawn like the single ops' (an ``enqueue_batch`` sometimes repeats an id, or does not
+fit); ``purge`` is rare, or it would leave too little to do. The spec only guides the drawing;
+the tests compare the outputs of both targets, never with the guide.
 
 Times are multiples of 1/4, so every clock sum and deadline is exact in binary floating point and
 "exactly on the deadline" really is exact.
@@ -19,7 +22,7 @@ from typing import Any
 from hypothesis import strategies as st
 
 import spec
-from model_tests.scenario_format import op_table, parse_op, parse_scenario
+from model_tests.scenario_format import MAX_BATCH, op_table, parse_op, parse_scenario
 from model_tests.targets import ModelTarget, apply
 
 #: Every op name of the format (from the registry, then ``dead``, ``new``, ``use``);
@@ -39,10 +42,17 @@ def _json_time(t: float) -> int | float:
     return int(t) if t.is_integer() else t
 
 
+def timers(states: list[spec.State]) -> list[float]:
+    """When each running timer of ``states`` is due: deadlines and delays alike."""
+    return [
+        t for s in states for m in s.messages for t in (m.deadline, m.visible_at) if t is not None
+    ]
+
+
 @st.composite
 def _advance(draw: st.DrawFn, model: ModelTarget) -> list[Any]:
-    """An ``advance`` biased to land exactly on, just before or just after the next deadline."""
-    deadlines = [d for s in model.states if (d := spec.next_deadline(s)) is not None]
+    """An ``advance`` biased to land exactly on, just before or just after the next timer."""
+    deadlines = timers(model.states)
     if deadlines and draw(st.integers(0, 3)) > 0:
         gap = min(deadlines) - model.now
         dt = max(0.0, gap + draw(st.sampled_from((0.0, 0.0, -0.25, 0.25))))
@@ -63,6 +73,23 @@ def _receipt_args(draw: st.DrawFn, model: ModelTarget) -> tuple[str, int]:
 
 
 @st.composite
+def _message(draw: st.DrawFn) -> list[Any]:
+    """``id, payload``, and one time in three ``{"delay": d}`` (0 included) or ``{}``."""
+    out: list[Any] = [draw(st.sampled_from(IDS)), draw(st.sampled_from(PAYLOADS))]
+    form = draw(st.integers(0, 5))
+    if form == 0:
+        out.append({"delay": _json_time(draw(quarters))})
+    elif form == 1:
+        out.append({})
+    return out
+
+
+def _sizes(draw: st.DrawFn) -> int:
+    """A batch's size: mostly 1 to 3, sometimes up to :data:`MAX_BATCH`."""
+    return draw(st.integers(1, 3) if draw(st.integers(0, 4)) else st.integers(1, MAX_BATCH))
+
+
+@st.composite
 def _op(draw: st.DrawFn, model: ModelTarget) -> list[Any]:
     name = draw(
         st.sampled_from(
@@ -71,15 +98,37 @@ def _op(draw: st.DrawFn, model: ModelTarget) -> list[Any]:
             + ("ack", "ack", "retry", "extend", "cancel")
             + ("advance",) * 3
             + ("dead", "new", "use")
+            + ("enqueue_batch", "enqueue_batch", "reserve_batch", "reserve_batch")
+            + ("ack_batch", "extend_batch", "purge")
         )
     )
     if name == "enqueue":
-        return ["enqueue", draw(st.sampled_from(IDS)), draw(st.sampled_from(PAYLOADS))]
+        return ["enqueue", *draw(_message())]
+    if name == "enqueue_batch":
+        return ["enqueue_batch", [draw(_message()) for _ in range(_sizes(draw))]]
     if name == "reserve":
         form = draw(st.integers(0, 3))
         if form == 0:
             return ["reserve"] if draw(st.booleans()) else ["reserve", None]
         return ["reserve"] if form == 1 else ["reserve", _json_time(draw(quarters))]
+    if name == "reserve_batch":
+        n = _sizes(draw)
+        form = draw(st.integers(0, 3))
+        if form == 0:
+            return ["reserve_batch", n, None]
+        return ["reserve_batch", n] if form == 1 else ["reserve_batch", n, draw(_vt())]
+    if name == "ack_batch":
+        return ["ack_batch", [list(draw(_receipt_args(model))) for _ in range(_sizes(draw))]]
+    if name == "extend_batch":
+        return [
+            "extend_batch",
+            [
+                [*draw(_receipt_args(model)), _json_time(draw(quarters))]
+                for _ in range(_sizes(draw))
+            ],
+        ]
+    if name == "purge":
+        return ["purge"]
     if name in ("ack", "retry"):
         return [name, *draw(_receipt_args(model))]
     if name == "extend":
@@ -101,6 +150,11 @@ def _op(draw: st.DrawFn, model: ModelTarget) -> list[Any]:
 
 
 @st.composite
+def _vt(draw: st.DrawFn) -> int | float:
+    return _json_time(draw(quarters))
+
+
+@st.composite
 def scenarios(draw: st.DrawFn, max_ops: int = 30) -> dict[str, Any]:
     """A valid scenario object (as decoded JSON) of up to ``max_ops`` ops."""
     scenario: dict[str, Any] = {"capacity": draw(st.none() | st.integers(0, 4))}
@@ -110,6 +164,9 @@ def scenarios(draw: st.DrawFn, max_ops: int = 30) -> dict[str, Any]:
     k = draw(st.sampled_from(("absent", None, 1, 2, 3)))
     if k != "absent":
         scenario["max_receives"] = k
+    delay = draw(st.sampled_from(("absent", "absent", 0, 0.5, 1, 2)))
+    if delay != "absent":
+        scenario["delay"] = delay
     model = ModelTarget(parse_scenario({**scenario, "ops": []}).config)
     ops: list[list[Any]] = []
     for _ in range(draw(st.integers(0, max_ops))):

@@ -9,15 +9,22 @@ performs, the registry's name (:mod:`spec.operations`); the parser maps the scen
 target runs every operation by the registry's step onto the spec.
 
 When the sweeper runs: after *every* op, every queue of the scenario sweeps at the current time.
-Only ``advance`` moves the clock, so in practice only ``advance`` makes anything due; the other
-case is a delivery whose deadline is already due when it is set (``["reserve", 0]``), which
-``impl.Queue``'s own sweeper thread would release at once. Sweeping after every op makes both
-targets release it at the same point, so the output does not depend on thread timing.
+Only ``advance`` moves the clock, so in practice only ``advance`` makes anything due (a delay as
+well as a deadline); the other case is a delivery whose deadline is already due when it is set
+(``["reserve", 0]``), which ``impl.Queue``'s own sweeper thread would release at once. Sweeping
+after every op makes both targets release it at the same point, so the output does not depend on
+thread timing.
+
+A batch is one op with one output: ``enqueue_batch`` ``true``/``false`` (all or none),
+``reserve_batch`` a list of deliveries, ``ack_batch``/``extend_batch`` a list of bools. An
+``enqueue_batch`` that ``impl.Queue`` refuses with ``ValueError`` although the scenario is valid
+(an id repeated inside the batch, more entries than the capacity) is rejected, ``false``, as the
+spec rejects it: both are a batch that can never be accepted.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal, Protocol, TypeAlias
 
 import impl
@@ -36,11 +43,17 @@ from model_tests.scenario_format import (
 )
 from spec.operations import REGISTRY
 
-#: One op's output as JSON data: a bool, ``null``, ``[id, payload, attempt]`` or a list of ids.
-Output: TypeAlias = bool | list[str | int] | list[str] | None
+#: One op's output as JSON data: a bool, a count, ``null``, ``[id, payload, attempt]``, a list
+#: of ids, of deliveries or of bools.
+Output: TypeAlias = bool | int | list[Any] | None
 
 #: ``[id, payload, attempt]`` of a delivery, as a tuple.
 Delivered: TypeAlias = tuple[str, str, int]
+
+#: A delay as parsed: a time, or the queue's configured delay.
+Delay: TypeAlias = float | QueueDefault
+#: ``[id, payload, opts]`` of an ``enqueue_batch`` entry, parsed: ``(id, body, delay)``.
+BatchEntry: TypeAlias = tuple[str, str, Delay]
 
 TargetName: TypeAlias = Literal["model", "impl"]
 
@@ -49,21 +62,37 @@ class Target(Protocol):
     """One run of one scenario: a list of queues (all with the same config), a current queue and
     a shared clock that starts at 0. Receipts always name the current queue."""
 
-    def send(self, id: str, body: str) -> bool:
+    def send(self, id: str, body: str, delay: Delay) -> bool:
         """Send to the current queue; ``False`` if rejected (duplicate id or full)."""
+        ...
+
+    def send_batch(self, entries: Sequence[BatchEntry]) -> bool:
+        """Send every entry or none; ``False`` if the batch is rejected."""
         ...
 
     def receive(self, vt: float | QueueDefault | None) -> Delivered | None:
         """Receive from the current queue without waiting; ``None`` if nothing is visible."""
         ...
 
+    def receive_batch(self, n: int, vt: float | QueueDefault | None) -> list[Delivered]:
+        """Receive up to ``n`` without waiting; empty if nothing is visible."""
+        ...
+
     def delete(self, id: str, attempt: int) -> bool: ...
+
+    def delete_batch(self, receipts: Sequence[tuple[str, int]]) -> list[bool]: ...
 
     def retry(self, id: str, attempt: int) -> bool: ...
 
     def change_visibility(self, id: str, attempt: int, t: float) -> bool: ...
 
+    def change_visibility_batch(self, changes: Sequence[tuple[str, int, float]]) -> list[bool]: ...
+
     def cancel(self, id: str) -> bool: ...
+
+    def purge(self) -> int:
+        """Cancel every active message of the current queue; how many."""
+        ...
 
     def dead_letters(self) -> list[str]:
         """Ids of the current queue's dead letters, in the order they died."""
@@ -92,8 +121,11 @@ class ModelTarget:
     """Runs a scenario on the spec: a list of ``spec.State`` values and a number for the clock."""
 
     def __init__(self, config: QueueConfig) -> None:
-        self._config = spec.Config(capacity=config.capacity, max_receives=config.max_receives)
+        self._config = spec.Config(
+            capacity=config.capacity, max_receives=config.max_receives, delay=config.delay
+        )
         self._vt = config.visibility_timeout
+        self._delay = config.delay
         self._now: spec.Time = 0.0
         self.states: list[spec.State] = [spec.initial(self._config, queue=0)]
         self._current = 0
@@ -117,18 +149,34 @@ class ModelTarget:
         self._set(state)
         return result
 
-    def send(self, id: str, body: str) -> bool:
-        return self._step("send", id, body) is True
+    def _delay_of(self, delay: Delay) -> float:
+        return self._delay if delay is QUEUE_DEFAULT else delay
+
+    def _vt_of(self, vt: float | QueueDefault | None) -> float | None:
+        return self._vt if vt is QUEUE_DEFAULT else vt
+
+    def send(self, id: str, body: str, delay: Delay) -> bool:
+        return self._step("send", id, body, self._delay_of(delay)) is True
+
+    def send_batch(self, entries: Sequence[BatchEntry]) -> bool:
+        batch = tuple((id, body, self._delay_of(d)) for id, body, d in entries)
+        return self._step("send_batch", batch) is True
 
     def receive(self, vt: float | QueueDefault | None) -> Delivered | None:
-        vt_ = self._vt if vt is QUEUE_DEFAULT else vt
-        assert not isinstance(vt_, QueueDefault)
-        d = self._step("receive", vt_)
+        d = self._step("receive", self._vt_of(vt))
         assert d is None or isinstance(d, tuple)
         return d
 
+    def receive_batch(self, n: int, vt: float | QueueDefault | None) -> list[Delivered]:
+        ds = self._step("receive_batch", n, self._vt_of(vt))
+        assert isinstance(ds, tuple)
+        return [_delivered(d) for d in ds]
+
     def delete(self, id: str, attempt: int) -> bool:
         return self._step("delete", id, attempt) is True
+
+    def delete_batch(self, receipts: Sequence[tuple[str, int]]) -> list[bool]:
+        return _bools(self._step("delete_batch", tuple(receipts)))
 
     def retry(self, id: str, attempt: int) -> bool:
         return self._step("retry", id, attempt) is True
@@ -136,8 +184,16 @@ class ModelTarget:
     def change_visibility(self, id: str, attempt: int, t: float) -> bool:
         return self._step("change_visibility", id, attempt, t) is True
 
+    def change_visibility_batch(self, changes: Sequence[tuple[str, int, float]]) -> list[bool]:
+        return _bools(self._step("change_visibility_batch", tuple(changes)))
+
     def cancel(self, id: str) -> bool:
         return self._step("cancel", id) is True
+
+    def purge(self) -> int:
+        n = self._step("purge")
+        assert isinstance(n, int)
+        return n
 
     def dead_letters(self) -> list[str]:
         return list(self.states[self._current].dead)
@@ -159,6 +215,21 @@ class ModelTarget:
         pass
 
 
+def _delivered(d: object) -> Delivered:
+    """A delivery of the registry's step: ``(id, body, attempt)`` (or a ``spec.Delivery``)."""
+    if isinstance(d, spec.Delivery):
+        return (d.id, d.body, d.attempt)
+    assert isinstance(d, tuple) and len(d) == 3
+    id, body, attempt = d
+    assert isinstance(id, str) and isinstance(body, str) and isinstance(attempt, int)
+    return (id, body, attempt)
+
+
+def _bools(results: object) -> list[bool]:
+    assert isinstance(results, tuple) and all(isinstance(r, bool) for r in results)
+    return list(results)
+
+
 class ImplTarget:
     """Runs a scenario on ``impl.Queue`` instances sharing one ``impl.FakeClock``.
 
@@ -178,11 +249,31 @@ class ImplTarget:
     def _q(self) -> impl.Queue[str]:
         return self.queues[self._current]
 
-    def send(self, id: str, body: str) -> bool:
+    def send(self, id: str, body: str, delay: Delay) -> bool:
         try:
-            self._q.send(body, id=id, block=False)
+            self._q.send(body, id=id, delay=None if delay is QUEUE_DEFAULT else delay, block=False)
         except (impl.Full, impl.DuplicateIdError):
             return False
+        return True
+
+    def send_batch(self, entries: Sequence[BatchEntry]) -> bool:
+        batch = [
+            impl.Entry(body, id=id, delay=None if d is QUEUE_DEFAULT else d)
+            for id, body, d in entries
+        ]
+        # A batch that can never be accepted is a ValueError before anything happens: an id
+        # repeated inside it, or more entries than the capacity. The spec rejects both.
+        never = len({e[0] for e in entries}) < len(entries) or (
+            self._config.capacity is not None and len(entries) > self._config.capacity
+        )
+        try:
+            self._q.send_batch(batch, block=False)
+        except (impl.Full, impl.DuplicateIdError):
+            return False
+        except ValueError:
+            if never:
+                return False
+            raise
         return True
 
     def receive(self, vt: float | QueueDefault | None) -> Delivered | None:
@@ -195,8 +286,21 @@ class ImplTarget:
             return None
         return (m.id, m.body, m.attempt)
 
+    def receive_batch(self, n: int, vt: float | QueueDefault | None) -> list[Delivered]:
+        try:
+            if vt is QUEUE_DEFAULT:
+                ms = self._q.receive_batch(n, block=False)
+            else:
+                ms = self._q.receive_batch(n, block=False, visibility_timeout=vt)
+        except impl.Empty:
+            return []
+        return [(m.id, m.body, m.attempt) for m in ms]
+
     def delete(self, id: str, attempt: int) -> bool:
         return self._q.delete(self._q.receipt(id, attempt))
+
+    def delete_batch(self, receipts: Sequence[tuple[str, int]]) -> list[bool]:
+        return self._q.delete_batch([self._q.receipt(id, attempt) for id, attempt in receipts])
 
     def retry(self, id: str, attempt: int) -> bool:
         return self._q.retry(self._q.receipt(id, attempt))
@@ -204,8 +308,16 @@ class ImplTarget:
     def change_visibility(self, id: str, attempt: int, t: float) -> bool:
         return self._q.change_visibility(self._q.receipt(id, attempt), t)
 
+    def change_visibility_batch(self, changes: Sequence[tuple[str, int, float]]) -> list[bool]:
+        return self._q.change_visibility_batch(
+            [(self._q.receipt(id, attempt), t) for id, attempt, t in changes]
+        )
+
     def cancel(self, id: str) -> bool:
         return self._q.cancel(id)
+
+    def purge(self) -> int:
+        return self._q.purge()
 
     def dead_letters(self) -> list[str]:
         return [m.id for m in self._q.dead_letters()]
@@ -223,6 +335,7 @@ class ImplTarget:
             capacity=c.capacity,
             visibility_timeout=c.visibility_timeout,
             max_receives=c.max_receives,
+            delay=c.delay,
             clock=self.clock,
         )
         self.queues.append(q)
@@ -248,8 +361,7 @@ def apply(target: Target, op: Op) -> Output:
     match op:
         case Invoke(name, args):
             # The registry's name is the target's method; a delivery becomes a JSON list.
-            result = getattr(target, name)(*args)
-            out = list(result) if isinstance(result, tuple) else result
+            out = _json(getattr(target, name)(*args))
         case Dead():
             out = target.dead_letters()
         case New():
@@ -260,6 +372,14 @@ def apply(target: Target, op: Op) -> Output:
             out = None
     target.sweep_all()
     return out
+
+
+def _json(result: object) -> Any:
+    """A target's result as JSON data: tuples (deliveries) become lists, also inside lists."""
+    if isinstance(result, tuple | list):
+        return [_json(x) for x in result]
+    assert result is None or isinstance(result, bool | int | str), result
+    return result
 
 
 def run_scenario(

@@ -282,6 +282,294 @@ def test_timed_example(name: str, target: TargetName) -> None:
     assert run_scenario(scenario, target) == expected
 
 
+# -- delays, batches and purge (issue 14), worked out by hand from the contract ----------------
+
+BATCHES: dict[str, tuple[dict[str, Any], list[Any]]] = {
+    # A delayed message is DELAYED until its visible_at (now + delay) and counts against the
+    # capacity meanwhile; without the option a send takes the queue's "delay", {"delay": 0}
+    # overrides it. A delay fires at the sweep that reaches it, to the tail of VISIBLE.
+    "delays, the option and the queue's default": (
+        {
+            "capacity": 3,
+            "delay": 2,
+            "ops": [
+                ["enqueue", "a", "A"],
+                ["enqueue", "b", "B", {"delay": 0}],
+                ["enqueue", "c", "C", {"delay": 1}],
+                ["reserve"],
+                ["reserve"],
+                ["enqueue", "d", "D"],
+                ["advance", 0.75],
+                ["reserve"],
+                ["advance", 0.25],
+                ["reserve"],
+                ["advance", 1],
+                ["reserve"],
+            ],
+        },
+        [
+            True,
+            True,
+            True,
+            ["b", "B", 1],
+            None,
+            False,
+            None,
+            None,
+            None,
+            ["c", "C", 1],
+            None,
+            ["a", "A", 1],
+        ],
+    ),
+    # Timers due at the same time fire in the order they were started, whatever their kind:
+    # a's deadline (started by the reserve) before b's delay (started by the send after it).
+    "a deadline started first fires first": (
+        {
+            "capacity": None,
+            "visibility_timeout": 2,
+            "ops": [
+                ["enqueue", "a", "A"],
+                ["reserve"],
+                ["enqueue", "b", "B", {"delay": 2}],
+                ["advance", 2],
+                ["reserve"],
+                ["reserve"],
+            ],
+        },
+        [True, ["a", "A", 1], True, None, ["a", "A", 2], ["b", "B", 1]],
+    ),
+    # ... and b's delay, started before a's deadline, first.
+    "a delay started first fires first": (
+        {
+            "capacity": None,
+            "visibility_timeout": 2,
+            "ops": [
+                ["enqueue", "b", "B", {"delay": 2}],
+                ["enqueue", "a", "A"],
+                ["reserve"],
+                ["advance", 2],
+                ["reserve"],
+                ["reserve"],
+            ],
+        },
+        [True, True, ["a", "A", 1], None, ["b", "B", 1], ["a", "A", 2]],
+    ),
+    # extend moves a deadline but keeps its timer's place (a before b at time 2); a delivery
+    # without a deadline (vt null) starts its timer when extended (after b's).
+    "extend keeps a timer's place, or starts one": (
+        {
+            "capacity": None,
+            "ops": [
+                ["enqueue", "a", "A"],
+                ["reserve", 1],
+                ["enqueue", "b", "B", {"delay": 2}],
+                ["extend", "a", 1, 2],
+                ["enqueue", "c", "C"],
+                ["reserve", None],
+                ["enqueue", "d", "D", {"delay": 3}],
+                ["extend", "c", 1, 3],
+                ["advance", 2],
+                ["reserve_batch", 10],
+                ["advance", 1],
+                ["reserve_batch", 10],
+            ],
+        },
+        [
+            True,
+            ["a", "A", 1],
+            True,
+            True,
+            True,
+            ["c", "C", 1],
+            True,
+            True,
+            None,
+            [["a", "A", 2], ["b", "B", 1]],
+            None,
+            [["d", "D", 1], ["c", "C", 2]],
+        ],
+    ),
+    # A cancelled delayed message never becomes visible, and frees its slot at once.
+    "cancel a delayed message": (
+        {
+            "capacity": 1,
+            "ops": [
+                ["enqueue", "a", "A", {"delay": 1}],
+                ["enqueue", "b", "B"],
+                ["cancel", "a"],
+                ["enqueue", "b", "B"],
+                ["advance", 1],
+                ["reserve"],
+                ["reserve"],
+            ],
+        },
+        [True, False, True, True, None, ["b", "B", 1], None],
+    ),
+    # send_batch is all or none: too many for the room left, an id accepted before, an id
+    # repeated inside the batch: rejected, and no id of it is reserved (b and c go later).
+    "enqueue_batch, all or none": (
+        {
+            "capacity": 3,
+            "ops": [
+                ["enqueue", "a", "A"],
+                ["enqueue_batch", [["b", "B"], ["c", "C"], ["d", "D"]]],
+                ["enqueue_batch", [["b", "B"], ["a", "X"]]],
+                ["enqueue_batch", [["b", "B"], ["b", "B2"]]],
+                ["enqueue_batch", [["b", "B"], ["c", "C", {"delay": 1}]]],
+                ["reserve_batch", 10],
+                ["enqueue", "d", "D"],
+                ["advance", 1],
+                ["reserve_batch", 10],
+                ["reserve_batch", 1],
+            ],
+        },
+        [
+            True,
+            False,
+            False,
+            False,
+            True,
+            [["a", "A", 1], ["b", "B", 1]],
+            False,
+            None,
+            [["c", "C", 1]],
+            [],
+        ],
+    ),
+    # A batch larger than the capacity can never fit: rejected; one that fits is accepted.
+    "enqueue_batch larger than the capacity": (
+        {
+            "capacity": 1,
+            "ops": [["enqueue_batch", [["a", "A"], ["b", "B"]]], ["enqueue_batch", [["a", "A"]]]],
+        },
+        [False, True],
+    ),
+    # receive_batch takes the first min(n, visible) in FIFO order, all with one deadline; a
+    # delete_batch acts on each receipt in order (a repeated receipt: false the second time).
+    "reserve_batch and ack_batch": (
+        {
+            "capacity": None,
+            "visibility_timeout": 5,
+            "ops": [
+                ["enqueue_batch", [["a", "A"], ["b", "B"], ["c", "C"]]],
+                ["reserve_batch", 2],
+                ["reserve_batch", 2, 1],
+                ["advance", 1],
+                ["advance", 4],
+                ["reserve_batch", 3, None],
+                ["ack_batch", [["a", 2], ["a", 2], ["b", 1], ["c", 2], ["z", 1]]],
+                ["reserve_batch", 10],
+                ["ack", "b", 2],
+            ],
+        },
+        [
+            True,
+            [["a", "A", 1], ["b", "B", 1]],
+            [["c", "C", 1]],
+            None,
+            None,
+            [["c", "C", 2], ["a", "A", 2], ["b", "B", 2]],
+            [True, False, False, True, False],
+            [],
+            True,
+        ],
+    ),
+    # change_visibility_batch: each change in order (a's second change wins and keeps a's
+    # place), t = 0 releases (here to DEAD: max_receives 1), a future receipt is refused.
+    "extend_batch": (
+        {
+            "capacity": None,
+            "visibility_timeout": 2,
+            "max_receives": 1,
+            "ops": [
+                ["enqueue_batch", [["a", "A"], ["b", "B"], ["c", "C"]]],
+                ["reserve_batch", 3],
+                ["advance", 1],
+                ["extend_batch", [["a", 1, 5], ["b", 1, 0], ["c", 2, 5], ["a", 1, 1]]],
+                ["dead"],
+                ["advance", 1],
+                ["dead"],
+            ],
+        },
+        [
+            True,
+            [["a", "A", 1], ["b", "B", 1], ["c", "C", 1]],
+            None,
+            [True, True, False, True],
+            ["b"],
+            None,
+            ["b", "a", "c"],
+        ],
+    ),
+    # purge cancels every active message (delayed, visible, in flight) and kills their
+    # receipts; the ids stay reserved, the room is freed, dead letters are untouched.
+    "purge": (
+        {
+            "capacity": 3,
+            "visibility_timeout": 5,
+            "ops": [
+                ["enqueue", "a", "A"],
+                ["enqueue", "b", "B", {"delay": 3}],
+                ["enqueue", "c", "C"],
+                ["reserve"],
+                ["purge"],
+                ["ack", "a", 1],
+                ["advance", 5],
+                ["reserve"],
+                ["enqueue", "a", "A"],
+                ["enqueue_batch", [["d", "D"], ["e", "E"], ["f", "F"]]],
+                ["cancel", "b"],
+                ["purge"],
+                ["purge"],
+            ],
+        },
+        [True, True, True, ["a", "A", 1], 3, False, None, None, False, True, False, 3, 0],
+    ),
+    "purge leaves the dead letters": (
+        {
+            "capacity": 1,
+            "visibility_timeout": 1,
+            "max_receives": 1,
+            "ops": [["enqueue", "a", "A"], ["reserve"], ["advance", 1], ["purge"], ["dead"]],
+        },
+        [True, ["a", "A", 1], None, 0, ["a"]],
+    ),
+    # "fifo": false and dedup_interval (FIFO only) are accepted on a standard queue.
+    "standard queue keys": (
+        {"capacity": 1, "fifo": False, "dedup_interval": 60, "ops": [["enqueue", "a", "A", {}]]},
+        [True],
+    ),
+}
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("name", list(BATCHES))
+def test_delay_batch_and_purge_example(name: str, target: TargetName) -> None:
+    scenario, expected = BATCHES[name]
+    assert run_scenario(scenario, target) == expected
+
+
+@pytest.mark.timeout(120)
+def test_the_new_ops_through_the_command_line() -> None:
+    """Both targets, one process each, every example of :data:`BATCHES` on its own line."""
+    stdin = "".join(json.dumps(scenario) + "\n" for scenario, _ in BATCHES.values())
+    for target in TARGETS:
+        proc = subprocess.run(
+            [sys.executable, "-m", "model_tests.harness", "--target", target],
+            input=stdin,
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+            timeout=60,
+            check=False,
+        )
+        assert (proc.returncode, proc.stderr) == (0, "")
+        assert [json.loads(line) for line in proc.stdout.splitlines()] == [
+            expected for _, expected in BATCHES.values()
+        ]
+
+
 # -- malformed input ---------------------------------------------------------------------------
 
 VALID = '{"capacity": 1, "ops": [["enqueue", "a", "A"], ["reserve"]]}'
@@ -335,6 +623,91 @@ MALFORMED: dict[str, tuple[str, str]] = {
         '{"capacity": 1, "ops": [["new"], ["use", 2]]}',
         "use 2: only queues 0..1 exist",
     ),
+    # issue 14: delays, batches, purge; FIFO options and queues are issue 15's
+    "fifo queue": (
+        '{"capacity": 1, "fifo": true, "ops": []}',
+        "FIFO queues are not implemented yet",
+    ),
+    "fifo not a bool": ('{"capacity": 1, "fifo": 1, "ops": []}', "fifo: expected true or false"),
+    "negative queue delay": ('{"capacity": 1, "delay": -1, "ops": []}', "delay: must be a number"),
+    "group option": (
+        '{"capacity": 1, "ops": [["enqueue", "a", "A", {"group": "g"}]]}',
+        'option "group" is for FIFO queues only (FIFO queues are not implemented yet)',
+    ),
+    "dedup option in a batch entry": (
+        '{"capacity": 1, "ops": [["enqueue_batch", [["a", "A"], ["b", "B", {"dedup": "x"}]]]]}',
+        'entry 1: option "dedup" is for FIFO queues only',
+    ),
+    "unknown option": (
+        '{"capacity": 1, "ops": [["enqueue", "a", "A", {"priority": 1}]]}',
+        'unknown option "priority" (known: delay)',
+    ),
+    "opts not an object": ('{"capacity": 1, "ops": [["enqueue", "a", "A", 5]]}', "opts must be"),
+    "negative delay option": (
+        '{"capacity": 1, "ops": [["enqueue", "a", "A", {"delay": -1}]]}',
+        "delay: must be a number in [0,",
+    ),
+    "enqueue arity with opts": (
+        '{"capacity": 1, "ops": [["enqueue", "a", "A", {}, 1]]}',
+        "enqueue takes",
+    ),
+    "empty enqueue_batch": (
+        '{"capacity": 1, "ops": [["enqueue_batch", []]]}',
+        "a batch takes 1 to 10 entries, got 0",
+    ),
+    "enqueue_batch of 11": (
+        '{"capacity": 1, "ops": [["enqueue_batch", ['
+        + ", ".join(f'["m{i}", "x"]' for i in range(11))
+        + "]]]}",
+        "a batch takes 1 to 10 entries, got 11",
+    ),
+    "enqueue_batch not a list": (
+        '{"capacity": 1, "ops": [["enqueue_batch", "a"]]}',
+        "entries must be a list",
+    ),
+    "enqueue_batch entry too short": (
+        '{"capacity": 1, "ops": [["enqueue_batch", [["a"]]]]}',
+        'entry 0: expected [id, payload] or [id, payload, opts], got ["a"]',
+    ),
+    "enqueue_batch entry with a bad id": (
+        '{"capacity": 1, "ops": [["enqueue_batch", [["a", "A"], ["b c", "B"]]]]}',
+        "entry 1: id",
+    ),
+    "reserve_batch of 0": ('{"capacity": 1, "ops": [["reserve_batch", 0]]}', "n: must be >= 1"),
+    "reserve_batch of 11": ('{"capacity": 1, "ops": [["reserve_batch", 11]]}', "n: must be <= 10"),
+    "reserve_batch without n": (
+        '{"capacity": 1, "ops": [["reserve_batch"]]}',
+        "reserve_batch takes",
+    ),
+    "reserve_batch negative vt": (
+        '{"capacity": 1, "ops": [["reserve_batch", 1, -1]]}',
+        "vt: must be a number",
+    ),
+    "empty ack_batch": (
+        '{"capacity": 1, "ops": [["ack_batch", []]]}',
+        "a batch takes 1 to 10 receipts, got 0",
+    ),
+    "ack_batch of 11": (
+        '{"capacity": 1, "ops": [["ack_batch", [' + ", ".join(['["a", 1]'] * 11) + "]]]}",
+        "a batch takes 1 to 10 receipts, got 11",
+    ),
+    "ack_batch entry with a negative attempt": (
+        '{"capacity": 1, "ops": [["ack_batch", [["a", -1]]]]}',
+        "entry 0 attempt: must be >= 0",
+    ),
+    "empty extend_batch": (
+        '{"capacity": 1, "ops": [["extend_batch", []]]}',
+        "a batch takes 1 to 10 changes, got 0",
+    ),
+    "extend_batch of 11": (
+        '{"capacity": 1, "ops": [["extend_batch", [' + ", ".join(['["a", 1, 2]'] * 11) + "]]]}",
+        "a batch takes 1 to 10 changes, got 11",
+    ),
+    "extend_batch entry without t": (
+        '{"capacity": 1, "ops": [["extend_batch", [["a", 1]]]]}',
+        "entry 0: expected [id, attempt, t]",
+    ),
+    "purge arity": ('{"capacity": 1, "ops": [["purge", 1]]}', "purge takes"),
 }
 
 
