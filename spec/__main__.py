@@ -25,6 +25,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     ex.add_argument("--extend", type=int, nargs="*", default=[], help="change_visibility values")
     ex.add_argument("--max-time", type=int, default=2, help="the clock runs 0..max-time")
+    ex.add_argument(
+        "--batch", type=int, default=1, help="largest batch explored (default 1: no batches)"
+    )
+    ex.add_argument(
+        "--delays", type=int, nargs="+", default=[0], help="delays a send may ask for (default 0)"
+    )
     args = parser.parse_args(argv)
 
     try:
@@ -36,6 +42,8 @@ def main(argv: list[str] | None = None) -> int:
             visibility_timeouts=tuple(args.vt),
             extend_timeouts=tuple(args.extend),
             max_time=args.max_time,
+            batch=args.batch,
+            delays=tuple(args.delays),
         )
     except ValueError as e:
         parser.error(str(e))

@@ -9,23 +9,47 @@ operations of the registry (:mod:`spec.operations`), each run by its step onto t
 arguments its enumerator (:data:`ENUMERATORS`) draws from the bounds; the labels that the graph's
 edges carry are the TLA+ action names with their parameters:
 
-  ``Send(i)``                  send a fresh id ``i`` from ``Bounds.ids`` (body = id)
+  ``Send(i,d)``                send a fresh id ``i`` from ``Bounds.ids`` (body = id) with the
+                               delay ``d`` from ``Bounds.delays`` (``Send(a,0)``: no delay)
+  ``SendBatch(<<<<i,d>>,...>>)``  send_batch of 2..``batch`` entries ``<<i,d>>``: distinct
+                               fresh ids in every order, each with every delay of ``delays``
   ``Receive(v)``               receive with visibility timeout ``v`` (``none``: never expires),
                                enabled while the head has fewer than ``max_attempt`` deliveries
+  ``ReceiveBatch(n,v)``        receive_batch of ``n`` in 2..``batch`` with timeout ``v``,
+                               enabled while something is visible and each of the first
+                               ``min(n, visible)`` has fewer than ``max_attempt`` deliveries
   ``Delete(i)``                delete with ``i``'s live receipt
+  ``DeleteBatch(<<i,j,...>>)`` delete_batch with the live receipts of 2..``batch`` distinct
+                               in-flight ids, in every order
   ``Retry(i)``                 retry with ``i``'s live receipt
   ``ChangeVisibility(i,t)``    change ``i``'s visibility to ``t`` from now
+  ``ChangeVisibilityBatch(<<<<i,t>>,...>>)``  change_visibility_batch of 2..``batch`` entries
+                               ``<<i,t>>``: distinct in-flight ids in every order, each with
+                               every ``t`` of ``extend_timeouts``, by their live receipts
   ``Cancel(i)``                cancel an active ``i``
-  ``Expire``                   the sweeper runs and something is due
+  ``Purge``                    purge, enabled while some message is active
+  ``Expire``                   the sweeper runs and something is due (a delay or a deadline)
   ``Tick``                     the clock moves on by 1, up to ``max_time``
 
-Only enabled actions make edges: a rejected call changes nothing, so it is no transition.
-Receipts that are not live are never tried here, because the spec returns the state unchanged
-for them (the property tests check that separately).
+The label format (:func:`action_label`): the action, then its parameters in parentheses,
+separated by ``,`` without spaces; ``None`` is ``none``; a tuple parameter is a TLA+ sequence
+``<<x,y>>`` (nested for pairs), so ``lastAction = <<"SendBatch", <<<<a, 0>>, <<b, 1>>>>>>`` in
+``QueueGraph.tla`` is the label ``SendBatch(<<<<a,0>>,<<b,1>>>>)``. An action without
+parameters has no parentheses. A batch of one entry is never tried (it is the single action's
+edge under another name); with ``batch = 1`` (the default) there are no batch edges at all,
+and with ``delays = (0,)`` (the default) no delayed sends, so the bound sets of earlier
+versions have the same states. ``Purge`` is always tried: it reaches no state that cancels
+cannot, so it adds edges but no states.
+
+Only enabled actions make edges: a rejected call changes nothing, so it is no transition (a
+batch whose every entry is rejected, too; a purge of nothing). Receipts that are not live are
+never tried here, because the spec returns the state unchanged for them (the property tests
+check that separately).
 """
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping
@@ -35,6 +59,7 @@ from typing import Final
 from spec.invariants import step_violations, violations
 from spec.operations import REGISTRY, Operation, Registry
 from spec.state import Config, State, Status, initial
+from spec.transitions import MAX_BATCH
 
 #: A node of the graph: the queue's state and the clock.
 Node = tuple[State, int]
@@ -57,6 +82,10 @@ class Bounds:
     extend_timeouts: tuple[int, ...] = ()
     #: The clock runs 0, 1, ..., max_time.
     max_time: int = 2
+    #: The largest batch explored; batch actions take 2..batch entries. 1: no batch actions.
+    batch: int = 1
+    #: The delays a send (or a batch entry) may ask for; 0 is an immediate send.
+    delays: tuple[int, ...] = (0,)
 
     def __post_init__(self) -> None:
         if len(set(self.ids)) != len(self.ids) or not self.ids:
@@ -65,6 +94,12 @@ class Bounds:
             raise ValueError(f"max_attempt must be >= 1, got {self.max_attempt}")
         if self.max_time < 0:
             raise ValueError(f"max_time must be >= 0, got {self.max_time}")
+        if not 1 <= self.batch <= MAX_BATCH:
+            raise ValueError(f"batch must be in 1..{MAX_BATCH}, got {self.batch}")
+        if not self.delays or len(set(self.delays)) != len(self.delays):
+            raise ValueError(f"delays must be distinct and non-empty, got {self.delays!r}")
+        if any(d < 0 for d in self.delays):
+            raise ValueError(f"delays must be >= 0, got {self.delays!r}")
         Config(self.capacity, self.max_receives)  # validates both
 
     @property
@@ -76,12 +111,21 @@ def vt_label(vt: int | None) -> str:
     return "none" if vt is None else str(vt)
 
 
+def _param(p: object) -> str:
+    if p is None:
+        return "none"
+    if isinstance(p, tuple):
+        return f"<<{','.join(map(_param, p))}>>"
+    return str(p)
+
+
 def action_label(action: str, params: tuple[object, ...] = ()) -> str:
-    """An edge label: the TLA+ action and its parameters, ``Send(a)``, ``Receive(none)``,
-    ``ChangeVisibility(a,2)``, ``Expire`` (``None`` is written ``none``)."""
+    """An edge label: the TLA+ action and its parameters, ``Send(a,0)``, ``Receive(none)``,
+    ``ChangeVisibility(a,2)``, ``DeleteBatch(<<a,b>>)``, ``Expire`` (``None`` is written
+    ``none``, a tuple as the TLA+ sequence ``<<x,y>>``, recursively)."""
     if not params:
         return action
-    return f"{action}({','.join('none' if p is None else str(p) for p in params)})"
+    return f"{action}({','.join(map(_param, params))})"
 
 
 #: What an enumerator yields: the TLA+ action's parameters (for the label) and the model
@@ -91,9 +135,26 @@ Candidate = tuple[tuple[object, ...], tuple[object, ...]]
 Enumerator = Callable[[Bounds, State, int], Iterator[Candidate]]
 
 
+def _sizes(bounds: Bounds) -> range:
+    """The batch sizes tried: 2..batch (a batch of one is the single action's edge)."""
+    return range(2, bounds.batch + 1)
+
+
 def _send(bounds: Bounds, s: State, now: int) -> Iterator[Candidate]:
     for i in bounds.ids:  # body = id: TLA+ has no bodies
-        yield (i,), (i, i)
+        for d in bounds.delays:
+            yield (i, d), (i, i, d)
+
+
+def _send_batch(bounds: Bounds, s: State, now: int) -> Iterator[Candidate]:
+    fresh = [i for i in bounds.ids if s.get(i) is None]  # a used id only gets the batch refused
+    for k in _sizes(bounds):
+        for ids in itertools.permutations(fresh, k):
+            for ds in itertools.product(bounds.delays, repeat=k):
+                yield (
+                    (tuple(zip(ids, ds, strict=True)),),
+                    (tuple((i, i, d) for i, d in zip(ids, ds, strict=True)),),
+                )
 
 
 def _receive(bounds: Bounds, s: State, now: int) -> Iterator[Candidate]:
@@ -105,16 +166,42 @@ def _receive(bounds: Bounds, s: State, now: int) -> Iterator[Candidate]:
                 yield (vt,), (vt,)
 
 
+def _receive_batch(bounds: Bounds, s: State, now: int) -> Iterator[Candidate]:
+    for n in _sizes(bounds):
+        taken = [s.get(i) for i in s.visible[:n]]
+        if taken and all(m is not None and m.attempt < bounds.max_attempt for m in taken):
+            for vt in bounds.visibility_timeouts:
+                yield (n, vt), (n, vt)
+
+
 def _live_receipts(bounds: Bounds, s: State, now: int) -> Iterator[Candidate]:
     for m in s.messages:
         if m.status is Status.IN_FLIGHT:
             yield (m.id,), (m.id, m.attempt)
 
 
+def _delete_batch(bounds: Bounds, s: State, now: int) -> Iterator[Candidate]:
+    live = {m.id: m.attempt for m in s.messages if m.status is Status.IN_FLIGHT}
+    for k in _sizes(bounds):
+        for ids in itertools.permutations(live, k):
+            yield (ids,), (tuple((i, live[i]) for i in ids),)
+
+
 def _change_visibility(bounds: Bounds, s: State, now: int) -> Iterator[Candidate]:
     for (i,), (_, attempt) in _live_receipts(bounds, s, now):
         for t in bounds.extend_timeouts:
             yield (i, t), (i, attempt, t)
+
+
+def _change_visibility_batch(bounds: Bounds, s: State, now: int) -> Iterator[Candidate]:
+    live = {m.id: m.attempt for m in s.messages if m.status is Status.IN_FLIGHT}
+    for k in _sizes(bounds):
+        for ids in itertools.permutations(live, k):
+            for ts in itertools.product(bounds.extend_timeouts, repeat=k):
+                yield (
+                    (tuple(zip(ids, ts, strict=True)),),
+                    (tuple((i, live[i], t) for i, t in zip(ids, ts, strict=True)),),
+                )
 
 
 def _active(bounds: Bounds, s: State, now: int) -> Iterator[Candidate]:
@@ -136,10 +223,14 @@ def _once(bounds: Bounds, s: State, now: int) -> Iterator[Candidate]:
 #: no entry (it is tried once per node); one with arguments must have one here.
 ENUMERATORS: Final[Mapping[str, Enumerator]] = {
     "send": _send,
+    "send_batch": _send_batch,
     "receive": _receive,
+    "receive_batch": _receive_batch,
     "delete": _live_receipts,
+    "delete_batch": _delete_batch,
     "retry": _live_receipts,
     "change_visibility": _change_visibility,
+    "change_visibility_batch": _change_visibility_batch,
     "cancel": _active,
     "advance": _tick,
 }

@@ -16,9 +16,11 @@ defaults to :data:`REGISTRY`, so a test can extend it (``REGISTRY.with_operation
 every table grow.
 
 The model arguments are the checker's: a receipt is written ``(id, attempt)`` (of the queue the
-step runs on) and a delivery ``(id, body, attempt)``. ``advance`` is no transition of the queue:
-it moves the model's clock (TLA+ ``Tick``; the harness's ``advance``; ``FakeClock.advance``), and
-is declared here because the checker, the explorer and the harness all treat it as one more step.
+step runs on) and a delivery ``(id, body, attempt)``; the batches' lists are tuples of those
+(:class:`Kind` says each one's form), and a batch's results are tuples. ``advance`` is no
+transition of the queue: it moves the model's clock (TLA+ ``Tick``; the harness's ``advance``;
+``FakeClock.advance``), and is declared here because the checker, the explorer and the harness
+all treat it as one more step.
 """
 
 from __future__ import annotations
@@ -29,7 +31,20 @@ from dataclasses import dataclass, replace
 from typing import Any, Final
 
 from spec.state import Delivery, Receipt, State, Time
-from spec.transitions import cancel, change_visibility, delete, expire, receive, retry, send
+from spec.transitions import (
+    cancel,
+    change_visibility,
+    change_visibility_batch,
+    delete,
+    delete_batch,
+    expire,
+    purge,
+    receive,
+    receive_batch,
+    retry,
+    send,
+    send_batch,
+)
 
 
 class Kind(enum.Enum):
@@ -45,6 +60,20 @@ class Kind(enum.Enum):
     TIME = "time"
     #: A duration or ``None`` (never expires).
     OPTIONAL_TIME = "optional time"
+    #: A send's delay: a duration, or ``None`` for the queue's (``Config.delay``). The harness
+    #: writes it in the op's options object, ``{"delay": d}``; left out, it is the queue's.
+    DELAY = "delay"
+    #: A batch size ``n``: an ``int`` in ``1..MAX_BATCH``.
+    COUNT = "count"
+    #: ``send_batch``'s entries: a tuple of ``(id, body, delay)``, ``delay`` as :attr:`DELAY`.
+    #: The harness writes ``[[id, payload], [id, payload, opts], ...]``.
+    ENTRIES = "entries"
+    #: A tuple of receipts, each ``(id, attempt)`` on the step's queue (the spec function gets
+    #: :class:`~spec.state.Receipt` values). The harness writes ``[[id, attempt], ...]``.
+    RECEIPTS = "receipts"
+    #: A tuple of changes, each ``(id, attempt, timeout)`` (the spec function gets
+    #: ``(Receipt, timeout)`` pairs). The harness writes ``[[id, attempt, t], ...]``.
+    CHANGES = "changes"
 
 
 class Result(enum.Enum):
@@ -55,16 +84,32 @@ class Result(enum.Enum):
     DELIVERY = "(id, body, attempt) | None"
     #: The ids released, in order.
     RELEASED = "tuple of released ids"
+    #: A batch's results, one bool per entry, in order.
+    BOOLS = "tuple of bool"
+    #: A batch's deliveries in order, each ``(id, body, attempt)``; possibly empty.
+    DELIVERIES = "tuple of (id, body, attempt)"
+    #: How many messages the step affected (``purge``).
+    COUNT = "int"
     NONE = "None"
 
     def enabled(self, result: object) -> bool:
-        """Whether a step with this result did something: a rejected call is no transition."""
+        """Whether a step with this result did something: a rejected call is no transition.
+
+        A batch of bools did something iff one entry did; a batch of deliveries iff it
+        delivered one; a count iff it is not 0.
+        """
         if self is Result.BOOL:
             return result is True
         if self is Result.DELIVERY:
             return result is not None
-        if self is Result.RELEASED:
+        if self in (Result.RELEASED, Result.DELIVERIES):
             return bool(result)
+        if self is Result.BOOLS:
+            assert isinstance(result, tuple)
+            return any(result)
+        if self is Result.COUNT:
+            assert isinstance(result, int)
+            return result > 0
         return True
 
 
@@ -159,7 +204,7 @@ class Operation:
             out["receipt"] = Receipt(queue=state.queue, id=id, attempt=attempt)
             rest = args[2:]
         for arg, value in zip(self.args[len(args) - len(rest) :], rest, strict=True):
-            out[arg.name] = value
+            out[arg.name] = _to_spec(arg.kind, state.queue, value)
         if self.reads_clock:
             out["now"] = now
         return out
@@ -173,8 +218,33 @@ class Operation:
             return state, now + dt, None
         after, result = self.function(state, **self.arguments(state, now, args))
         if isinstance(result, Delivery):
-            return after, now, (result.id, result.body, result.attempt)
+            return after, now, _delivery(result)
+        if isinstance(result, tuple) and all(isinstance(d, Delivery) for d in result):
+            return after, now, tuple(map(_delivery, result))
         return after, now, result
+
+
+def _delivery(d: Delivery) -> tuple[str, str, int]:
+    return (d.id, d.body, d.attempt)
+
+
+def _to_spec(kind: Kind, queue: int, value: object) -> object:
+    """A model argument as the spec function takes it: receipts ``(id, attempt)`` of the
+    step's queue become :class:`Receipt` values. Anything not of the kind's form is passed on
+    as it is, for the spec function to refuse with an error naming the argument."""
+    if kind is Kind.RECEIPTS and isinstance(value, tuple | list):
+        return tuple(
+            Receipt(queue, r[0], r[1]) if isinstance(r, tuple | list) and len(r) == 2 else r
+            for r in value
+        )
+    if kind is Kind.CHANGES and isinstance(value, tuple | list):
+        return tuple(
+            (Receipt(queue, c[0], c[1]), c[2]) if isinstance(c, tuple | list) and len(c) == 3 else c
+            for c in value
+        )
+    if kind is Kind.ENTRIES and isinstance(value, list):
+        return tuple(tuple(e) if isinstance(e, list) else e for e in value)
+    return value
 
 
 class Registry:
@@ -241,12 +311,24 @@ REGISTRY: Final = Registry(
         Operation(
             name="send",
             tla="Send",
-            args=(_ID, Arg("body", Kind.BODY, harness="payload")),
+            args=(_ID, Arg("body", Kind.BODY, harness="payload"), Arg("delay", Kind.DELAY, "opts")),
             result=Result.BOOL,
             contract="send(id, body, delay)",
             harness="enqueue",
             impl="send",
             function=send,
+            reads_clock=True,
+        ),
+        Operation(
+            name="send_batch",
+            tla="SendBatch",
+            args=(Arg("entries", Kind.ENTRIES),),
+            result=Result.BOOL,
+            contract="send_batch([(id, body, delay), …])",
+            harness="enqueue_batch",
+            impl="send_batch",
+            function=send_batch,
+            reads_clock=True,
         ),
         Operation(
             name="receive",
@@ -260,6 +342,17 @@ REGISTRY: Final = Registry(
             reads_clock=True,
         ),
         Operation(
+            name="receive_batch",
+            tla="ReceiveBatch",
+            args=(Arg("n", Kind.COUNT), Arg("vt", Kind.OPTIONAL_TIME)),
+            result=Result.DELIVERIES,
+            contract="receive_batch(now, n, vt)",
+            harness="reserve_batch",
+            impl="receive_batch",
+            function=receive_batch,
+            reads_clock=True,
+        ),
+        Operation(
             name="delete",
             tla="Delete",
             args=_RECEIPT,
@@ -268,6 +361,16 @@ REGISTRY: Final = Registry(
             harness="ack",
             impl="delete",
             function=delete,
+        ),
+        Operation(
+            name="delete_batch",
+            tla="DeleteBatch",
+            args=(Arg("receipts", Kind.RECEIPTS),),
+            result=Result.BOOLS,
+            contract="delete_batch([receipt, …])",
+            harness="ack_batch",
+            impl="delete_batch",
+            function=delete_batch,
         ),
         Operation(
             name="retry",
@@ -293,6 +396,18 @@ REGISTRY: Final = Registry(
             releases=True,
         ),
         Operation(
+            name="change_visibility_batch",
+            tla="ChangeVisibilityBatch",
+            args=(Arg("changes", Kind.CHANGES),),
+            result=Result.BOOLS,
+            contract="change_visibility_batch([(receipt, t), …], now)",
+            harness="extend_batch",
+            impl="change_visibility_batch",
+            function=change_visibility_batch,
+            reads_clock=True,
+            releases=True,
+        ),
+        Operation(
             name="cancel",
             tla="Cancel",
             args=(_ID,),
@@ -301,6 +416,16 @@ REGISTRY: Final = Registry(
             harness="cancel",
             impl="cancel",
             function=cancel,
+        ),
+        Operation(
+            name="purge",
+            tla="Purge",
+            args=(),
+            result=Result.COUNT,
+            contract="purge()",
+            harness="purge",
+            impl="purge",
+            function=purge,
         ),
         Operation(
             name="expire",

@@ -132,13 +132,16 @@ class State:
       ``dead``      ids of ``DEAD`` messages, in the order they died;
       ``queue``     which queue this is, so a receipt from another queue never matches;
       ``delayed``   ids of ``DELAYED`` messages, in the order they were sent;
-      ``timers``    ids of every message with a running timer (``DELAYED`` ones, and
-                    ``IN_FLIGHT`` ones with a deadline), in the order their timers were started:
-                    the one order that breaks ties between equal due times when the sweeper
-                    fires them (contract section 2, *Timers*). A delayed send or a delivery
-                    with a deadline appends its id; ``change_visibility`` keeps the id's place
-                    (or appends it, when the delivery had no deadline: its timer starts then);
-                    whatever stops the timer removes the id.
+      ``timers``    ids of every ``DELAYED`` and ``IN_FLIGHT`` message, in the order their
+                    timers were started: the one order that breaks ties between equal due times
+                    when the sweeper fires them (contract section 2, *Timers*). A timer is
+                    started by the send that delayed the message or by the receive that
+                    delivered it, so a delayed send and every delivery append the id;
+                    ``change_visibility`` keeps the id's place; whatever ends the delay or the
+                    delivery removes it. A delivery without a deadline (``vt=None``) has no
+                    running timer yet, but it has its place: a later ``change_visibility``
+                    gives it a deadline at that place, the receive's, as the contract's "ties
+                    by receive order" says. So with no delays ``timers`` is ``in_flight``.
 
     ``delayed`` and ``timers`` come after ``queue`` so that states built positionally before
     delays existed still mean what they meant.

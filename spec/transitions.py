@@ -153,7 +153,7 @@ def receive(state: State, now: Time, vt: Time | None) -> tuple[State, Delivery |
         state.with_msg(delivered),
         visible=state.visible[1:],
         in_flight=(*state.in_flight, head),
-        timers=state.timers if vt is None else (*state.timers, head),
+        timers=(*state.timers, head),
     )
     receipt = Receipt(queue=state.queue, id=head, attempt=attempt)
     return new, Delivery(id=head, body=m.body, attempt=attempt, receipt=receipt)
@@ -274,8 +274,8 @@ def change_visibility(
     """Set a live delivery's deadline to ``now + timeout`` (from now, not added to the old one).
 
     ``timeout == 0`` releases the message at once, like ``retry``. ``False`` and unchanged
-    unless the receipt is live. The timer keeps its place in ``timers`` (the tie order); a
-    delivery that had no deadline (``vt=None``) starts its timer now, at the end of that order.
+    unless the receipt is live. The timer keeps its place in ``timers`` (the tie order), the
+    place of the receive that delivered the message, even if that receive set no deadline.
     """
     _check_time("timeout", timeout)
     _check_time("now", now)
@@ -285,8 +285,7 @@ def change_visibility(
         return release(state, receipt.id), True
     m = state.get(receipt.id)
     assert m is not None
-    timers = state.timers if receipt.id in state.timers else (*state.timers, receipt.id)
-    return replace(state.with_msg(replace(m, deadline=now + timeout)), timers=timers), True
+    return state.with_msg(replace(m, deadline=now + timeout)), True
 
 
 def change_visibility_batch(

@@ -23,12 +23,13 @@ from spec.state import Delivery, Receipt, State, Time
 # One id "a", capacity 1, the clock stuck at 0, visibility timeout 1 (so nothing ever expires),
 # at most one delivery. Writing V/F/D/C for visible/in flight/done/cancelled and the attempt:
 #
-#   (empty) --Send(a)--> V0 --Receive(1)--> F1 --Delete(a)--> D1
+#   (empty) --Send(a,0)--> V0 --Receive(1)--> F1 --Delete(a)--> D1
 #                         |                  |--Retry(a)---> V1 --Cancel(a)--> C1
 #                         |                  `--Cancel(a)---------------------> C1
 #                         `--Cancel(a)--> C0
 #
-# 7 states (empty, V0, F1, D1, V1, C0, C1), 7 edges, longest shortest path 3.
+# and Purge from each state with an active message (V0, F1, V1) to C0, C1, C1.
+# 7 states (empty, V0, F1, D1, V1, C0, C1), 10 edges, longest shortest path 3.
 
 ONE = Bounds(ids=("a",), capacity=1, max_attempt=1, visibility_timeouts=(1,), max_time=0)
 
@@ -36,19 +37,21 @@ ONE = Bounds(ids=("a",), capacity=1, max_attempt=1, visibility_timeouts=(1,), ma
 def test_one_id_no_time_matches_the_hand_count() -> None:
     g = explore(ONE)
     assert g.violations == []
-    assert (g.states, len(g.edges), g.depth) == (7, 7, 3)
+    assert (g.states, len(g.edges), g.depth) == (7, 10, 3)
     labels = sorted(label for _, label, _ in g.edges)
     assert labels == sorted(
-        ["Send(a)", "Receive(1)", "Cancel(a)", "Delete(a)", "Retry(a)", "Cancel(a)", "Cancel(a)"]
+        ["Send(a,0)", "Receive(1)", "Cancel(a)", "Delete(a)", "Retry(a)", "Cancel(a)", "Cancel(a)"]
+        + ["Purge"] * 3
     )
 
 
 def test_dead_letter_bound_matches_the_hand_count() -> None:
     # As above with max_receives 1: Retry from F1 dead-letters, so V1 (and its Cancel) is gone
-    # and a DEAD state takes its place: empty, V0, F1, D1, DEAD1, C0, C1 with 6 edges.
+    # and a DEAD state takes its place: empty, V0, F1, D1, DEAD1, C0, C1 with 6 edges, and a
+    # Purge from V0 and F1.
     g = explore(replace(ONE, max_receives=1, max_attempt=2))
     assert g.violations == []
-    assert (g.states, len(g.edges)) == (7, 6)
+    assert (g.states, len(g.edges)) == (7, 8)
     dead = [node for node in g.nodes if node[0].dead]
     assert len(dead) == 1 and dead[0][0].dead == ("a",)
 
@@ -136,9 +139,11 @@ def retry_to_the_head(s: State, receipt: Receipt) -> tuple[State, bool]:
     return after, ok
 
 
-def send_ignores_capacity(s: State, id: str, body: str) -> tuple[State, bool]:
+def send_ignores_capacity(
+    s: State, id: str, body: str, delay: Time | None, now: Time
+) -> tuple[State, bool]:
     unbounded = replace(s, config=replace(s.config, capacity=None))
-    after, ok = transitions.send(unbounded, id, body)
+    after, ok = transitions.send(unbounded, id, body, delay, now)
     return (replace(after, config=s.config), True) if ok else (s, False)
 
 
@@ -170,23 +175,23 @@ TWO_ROOMY = replace(TWO, capacity=2)
 @pytest.mark.parametrize(
     ("name", "bug", "bounds", "invariant", "trace"),
     [
-        ("receive", receive_forgets_in_flight, ONE, "OneState", ["Send(a)", "Receive(1)"]),
-        ("send", send_ignores_capacity, TWO, "CapacityBound", ["Send(a)", "Send(b)"]),
+        ("receive", receive_forgets_in_flight, ONE, "OneState", ["Send(a,0)", "Receive(1)"]),
+        ("send", send_ignores_capacity, TWO, "CapacityBound", ["Send(a,0)", "Send(b,0)"]),
         (
             "delete",
             delete_forgets_the_message,
             ONE,
             "IdsReserved",
-            ["Send(a)", "Receive(1)", "Delete(a)"],
+            ["Send(a,0)", "Receive(1)", "Delete(a)"],
         ),
         (
             "delete",
             delete_resets_the_attempt,
             ONE,
             "AttemptsCount",
-            ["Send(a)", "Receive(1)", "Delete(a)"],
+            ["Send(a,0)", "Receive(1)", "Delete(a)"],
         ),
-        ("cancel", cancel_leaves_it_visible, ONE, "OneState", ["Send(a)", "Cancel(a)"]),
+        ("cancel", cancel_leaves_it_visible, ONE, "OneState", ["Send(a,0)", "Cancel(a)"]),
         ("retry", retry_to_the_head, TWO_ROOMY, "FifoVisible", None),
     ],
     ids=[
@@ -216,4 +221,4 @@ def test_a_broken_transition_is_reported_by_invariant_name_with_a_trace(
     else:
         # Shortest way to put a released message ahead of another visible one.
         assert g.trace[-1] == "Retry(a)" and len(g.trace) == 4
-        assert sorted(g.trace[:-1]) == ["Receive(1)", "Send(a)", "Send(b)"]
+        assert sorted(g.trace[:-1]) == ["Receive(1)", "Send(a,0)", "Send(b,0)"]
