@@ -17,10 +17,13 @@ operations, with their names in every layer, are declared once in :data:`REGISTR
 """
 
 from spec.invariants import (
+    BATCH_OPERATIONS,
     INVARIANTS,
     STEP_INVARIANTS,
     attempts_count,
+    batch_atomic,
     capacity_bound,
+    delay_honoured,
     fifo_visible,
     ids_reserved,
     one_live_receipt,
@@ -53,6 +56,7 @@ from spec.transitions import (
 )
 
 __all__ = [
+    "BATCH_OPERATIONS",
     "INVARIANTS",
     "MAX_BATCH",
     "REGISTRY",
@@ -67,12 +71,14 @@ __all__ = [
     "Status",
     "Time",
     "attempts_count",
+    "batch_atomic",
     "can_send",
     "cancel",
     "capacity_bound",
     "change_visibility",
     "change_visibility_batch",
     "dead_letters_on_release",
+    "delay_honoured",
     "delete",
     "delete_batch",
     "due",

@@ -61,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     print(
         "invariants:   OneState CapacityBound OneLiveReceipt AttemptsCount FifoVisible "
-        "IdsReserved hold in every state and step"
+        "IdsReserved DelayHonoured BatchAtomic hold in every state and step"
     )
     return 0
 

@@ -56,7 +56,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Final
 
-from spec.invariants import step_violations, violations
+from spec.invariants import BATCH_OPERATIONS, Reason, batch_atomic, step_violations, violations
 from spec.operations import REGISTRY, Operation, Registry
 from spec.state import Config, State, Status, initial
 from spec.transitions import MAX_BATCH
@@ -258,12 +258,29 @@ def successors(
     Each operation of ``registry`` is tried with the arguments its enumerator draws from the
     bounds, by its step onto the spec; a step whose result is a rejection is no edge.
     """
+    for label, nxt, _ in _steps(bounds, node, registry):
+        yield label, nxt
+
+
+def _steps(
+    bounds: Bounds, node: Node, registry: Registry
+) -> Iterator[tuple[str, Node, Callable[[], Reason]]]:
+    """:func:`successors`, each with a check of ``BatchAtomic`` for that step (run on demand:
+    it replays the batch)."""
     s, now = node
     for op in registry:
         for params, args in enumerator(op)(bounds, s, now):
             s2, now2, result = op.step(s, now, args)
             if op.result.enabled(result):
-                yield action_label(op.tla, params), (s2, int(now2))
+
+                def atomic(op: Operation = op, args: tuple[object, ...] = args) -> Reason:
+                    if op.function is None or op.name not in BATCH_OPERATIONS:
+                        return None
+                    kwargs = op.arguments(s, now, args)
+                    after, result = op.function(s, **kwargs)  # the spec's result, not the model's
+                    return batch_atomic(s, op.name, kwargs, after, result)
+
+                yield action_label(op.tla, params), (s2, int(now2)), atomic
 
 
 @dataclass
@@ -319,8 +336,10 @@ def explore(
     while frontier:
         node = frontier.popleft()
         n = g.nodes[node]
-        for label, nxt in successors(bounds, node, registry):
-            reasons = step_violations(node[0], nxt[0])
+        for label, nxt, atomic in _steps(bounds, node, registry):
+            reasons = step_violations(node[0], nxt[0], node[1])
+            if (r := atomic()) is not None:
+                reasons = [*reasons, r]
             if nxt not in g.nodes:
                 m = len(g.nodes)
                 g.nodes[nxt] = m
