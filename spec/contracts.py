@@ -30,9 +30,23 @@ from __future__ import annotations
 import enum
 import math
 
-from spec.invariants import step_violations, violations
+from spec.invariants import one_by_one, step_violations, violations
 from spec.state import Config, Receipt, State, Status, Time, initial
-from spec.transitions import cancel, change_visibility, delete, expire, receive, retry, send
+from spec.transitions import (
+    MAX_BATCH,
+    cancel,
+    change_visibility,
+    change_visibility_batch,
+    delete,
+    delete_batch,
+    expire,
+    purge,
+    receive,
+    receive_batch,
+    retry,
+    send,
+    send_batch,
+)
 
 #: The ids a script may send. Three are enough for every ordering question (head, middle, tail).
 IDS = ("a", "b", "c")
@@ -48,6 +62,7 @@ class Op(enum.Enum):
     """One step of a script. Each runs a real transition; a step that does not apply is skipped."""
 
     SEND = "send the next id of IDS (duplicates are send_contract's business)"
+    SEND_DELAYED = "send the next id of IDS with a delay of 2"
     RECEIVE = "receive with visibility timeout 1"
     RECEIVE_LONG = "receive with visibility timeout 3"
     RECEIVE_FOREVER = "receive, never to expire"
@@ -80,11 +95,11 @@ def _oldest_receipt(s: State) -> Receipt | None:
 def step(node: Node, op: Op) -> Node:
     """Run one script step on (state, now)."""
     s, now = node
-    if op is Op.SEND:
+    if op in (Op.SEND, Op.SEND_DELAYED):
         if len(s.messages) == len(IDS):
             return node
         id = IDS[len(s.messages)]
-        return send(s, id, f"body-{id}")[0], now
+        return send(s, id, f"body-{id}", 2.0 if op is Op.SEND_DELAYED else 0.0, now)[0], now
     if op in _RECEIVE_TIMEOUTS:
         return receive(s, now, _RECEIVE_TIMEOUTS[op])[0], now
     if op is Op.CANCEL_HEAD:
@@ -145,13 +160,24 @@ def _time_ok(t: Time) -> bool:
     return not math.isnan(t) and not math.isinf(t) and 0 <= t <= 1e6
 
 
-def _step_ok(before: State, after: State) -> bool:
+_ACTIVE = (Status.DELAYED, Status.VISIBLE, Status.IN_FLIGHT)
+
+
+def _step_ok(before: State, after: State, now: Time | None = None) -> bool:
     """Every invariant holds after the step, and every step invariant holds for the step."""
-    bad = violations(after) + step_violations(before, after)
+    bad = violations(after) + step_violations(before, after, now)
     assert not bad, bad
     cap = after.config.capacity
-    active = sum(1 for m in after.messages if m.status in (Status.VISIBLE, Status.IN_FLIGHT))
+    active = sum(1 for m in after.messages if m.status in _ACTIVE)
     assert cap is None or active <= cap, "CapacityBound"
+    return True
+
+
+def _batch_ok(
+    before: State, name: str, arguments: dict[str, object], after: State, result: object
+) -> bool:
+    """``BatchAtomic``: the batch is its entries one after another, nothing in between."""
+    assert (after, result) == one_by_one(before, name, arguments), "BatchAtomic"
     return True
 
 
@@ -159,22 +185,69 @@ def _step_ok(before: State, after: State) -> bool:
 
 
 def send_contract(
-    capacity: int | None, max_receives: int | None, script: list[Op], id: str, body: str
+    capacity: int | None,
+    max_receives: int | None,
+    script: list[Op],
+    id: str,
+    body: str,
+    delay: Time = 0.0,
+    dt: Time = 0.0,
 ) -> None:
-    """``send`` accepts exactly a fresh id when there is room, at the tail of ``VISIBLE``."""
+    """``send`` accepts exactly a fresh id when there is room: at the tail of ``VISIBLE``
+    without a delay, ``DELAYED`` until ``now + delay`` (its timer last) with one."""
     assert _valid(capacity, max_receives, script)
-    before, _ = reach(capacity, max_receives, script)
-    after, ok = send(before, id, body)
-    assert _step_ok(before, after)
+    assert _time_ok(delay) and _time_ok(dt)
+    before, now = reach(capacity, max_receives, script)
+    now += dt
+    after, ok = send(before, id, body, delay, now)
+    assert _step_ok(before, after, now)
     fresh = before.get(id) is None
     room = capacity is None or before.active < capacity
     assert ok == (fresh and room)
-    if ok:
-        m = after.get(id)
-        assert m is not None and m.body == body and m.attempt == 0
-        assert after.visible == (*before.visible, id)
-    else:
+    if not ok:
         assert after is before
+        return
+    m = after.get(id)
+    assert m is not None and m.body == body and m.attempt == 0
+    if delay == 0:
+        assert m.status is Status.VISIBLE and after.visible == (*before.visible, id)
+    else:
+        assert m.status is Status.DELAYED and m.visible_at == now + delay
+        assert after.delayed == (*before.delayed, id) and after.timers == (*before.timers, id)
+        assert after.visible == before.visible
+
+
+#: The ids a batch may name: the script's, and two it never sends.
+BATCH_IDS = (*IDS, "d", "e")
+
+
+def send_batch_contract(
+    capacity: int | None,
+    max_receives: int | None,
+    script: list[Op],
+    picks: list[int],
+    delay: Time,
+    dt: Time,
+) -> None:
+    """``send_batch`` accepts all its entries, in order, or none (state unchanged): all iff
+    the ids are distinct and fresh and they all fit. Odd entries ask for ``delay``."""
+    assert _valid(capacity, max_receives, script)
+    assert 1 <= len(picks) <= MAX_BATCH and _time_ok(delay) and _time_ok(dt)
+    before, now = reach(capacity, max_receives, script)
+    now += dt
+    ids = [BATCH_IDS[p % len(BATCH_IDS)] for p in picks]
+    entries = tuple((id, f"b{k}", delay if k % 2 else 0.0) for k, id in enumerate(ids))
+    after, ok = send_batch(before, entries, now)
+    assert _step_ok(before, after, now)
+    assert _batch_ok(before, "send_batch", dict(entries=entries, now=now), after, ok)
+    fits = capacity is None or before.active + len(ids) <= capacity
+    assert ok == (len(set(ids)) == len(ids) and all(before.get(i) is None for i in ids) and fits)
+    if not ok:
+        assert after is before
+        return
+    assert after.active == before.active + len(ids)
+    assert after.visible[: len(before.visible)] == before.visible
+    assert after.visible[len(before.visible) :] == tuple(id for id, _, d in entries if d == 0)
 
 
 def receive_contract(
@@ -203,6 +276,38 @@ def receive_contract(
     assert m.status is Status.IN_FLIGHT and d.receipt == Receipt(before.queue, d.id, d.attempt)
     assert m.deadline == (None if vt is None else now + vt)
     assert after.in_flight == (*before.in_flight, d.id)
+
+
+def receive_batch_contract(
+    capacity: int | None,
+    max_receives: int | None,
+    script: list[Op],
+    dt: Time,
+    n: int,
+    vt: Time | None,
+) -> None:
+    """``receive_batch`` hands out the first ``min(n, visible)`` visible messages in FIFO
+    order, each as ``receive`` with the same deadline, or nothing (state unchanged)."""
+    assert _valid(capacity, max_receives, script)
+    assert _time_ok(dt) and 1 <= n <= MAX_BATCH
+    assert vt is None or _time_ok(vt)
+    before, now = reach(capacity, max_receives, script)
+    now += dt
+    after, ds = receive_batch(before, now, n, vt)
+    assert _step_ok(before, after, now)
+    assert _batch_ok(before, "receive_batch", dict(now=now, n=n, vt=vt), after, ds)
+    taken = before.visible[:n]
+    assert tuple(d.id for d in ds) == taken
+    if not ds:
+        assert after is before
+        return
+    assert after.visible == before.visible[len(taken) :]
+    assert after.in_flight == (*before.in_flight, *taken)
+    for d in ds:
+        m, old = after.get(d.id), before.get(d.id)
+        assert m is not None and old is not None and d.attempt == old.attempt + 1 == m.attempt
+        assert m.deadline == (None if vt is None else now + vt)
+        assert d.receipt == Receipt(before.queue, d.id, d.attempt) and after.is_live(d.receipt)
 
 
 def delete_contract(
@@ -284,6 +389,80 @@ def change_visibility_contract(
         assert after.in_flight == before.in_flight and after.visible == before.visible
 
 
+def delete_batch_contract(
+    capacity: int | None,
+    max_receives: int | None,
+    script: list[Op],
+    receipts: list[tuple[int, int, bool]],
+) -> None:
+    """``delete_batch`` is each receipt's ``delete`` in order: a live one is done (once: the
+    same receipt again gives ``False``), anything else gives ``False`` and changes nothing."""
+    assert _valid(capacity, max_receives, script)
+    assert 1 <= len(receipts) <= MAX_BATCH
+    before, _ = reach(capacity, max_receives, script)
+    named = [any_receipt(before, *r) for r in receipts]
+    rs = tuple(r for r, _ in named)
+    after, results = delete_batch(before, rs)
+    assert _step_ok(before, after)
+    assert _batch_ok(before, "delete_batch", dict(receipts=rs), after, results)
+    seen: set[Receipt] = set()
+    for (r, live), ok in zip(named, results, strict=True):
+        assert ok == (live and r not in seen)
+        seen.add(r)
+        assert not after.is_live(r)
+    assert after.active == before.active - sum(results)
+    if not any(results):
+        assert after is before
+
+
+def change_visibility_batch_contract(
+    capacity: int | None,
+    max_receives: int | None,
+    script: list[Op],
+    receipts: list[tuple[int, int, bool]],
+    timeout: Time,
+    dt: Time,
+) -> None:
+    """``change_visibility_batch`` is each change in order; the timers keep their order."""
+    assert _valid(capacity, max_receives, script)
+    assert 1 <= len(receipts) <= MAX_BATCH and _time_ok(timeout) and _time_ok(dt)
+    before, now = reach(capacity, max_receives, script)
+    now += dt
+    named = [any_receipt(before, *r) for r in receipts]
+    changes = tuple((r, timeout) for r, _ in named)
+    after, results = change_visibility_batch(before, changes, now)
+    assert _step_ok(before, after, now)
+    assert _batch_ok(
+        before, "change_visibility_batch", dict(changes=changes, now=now), after, results
+    )
+    # A receipt repeated: with a timeout the second change is live again, with 0 it is not.
+    assert results[0] == named[0][1]
+    if timeout > 0:
+        assert results == tuple(live for _, live in named)
+        assert after.timers == before.timers and after.in_flight == before.in_flight
+    if not any(results):
+        assert after is before
+
+
+def purge_contract(capacity: int | None, max_receives: int | None, script: list[Op]) -> None:
+    """``purge`` cancels every active message at once, and says how many; the rest stay."""
+    assert _valid(capacity, max_receives, script)
+    before, _ = reach(capacity, max_receives, script)
+    after, count = purge(before)
+    assert _step_ok(before, after)
+    assert _batch_ok(before, "purge", {}, after, count)
+    assert count == before.active and after.active == 0
+    assert after.visible == after.in_flight == after.delayed == after.timers == ()
+    assert after.dead == before.dead
+    for m in before.messages:
+        a = after.get(m.id)
+        assert a is not None
+        assert a.status is (Status.CANCELLED if m.status.active else m.status)
+        assert a.attempt == m.attempt
+    if count == 0:
+        assert after is before
+
+
 def cancel_contract(
     capacity: int | None, max_receives: int | None, script: list[Op], id: str
 ) -> None:
@@ -307,26 +486,28 @@ def cancel_contract(
 def expire_contract(
     capacity: int | None, max_receives: int | None, script: list[Op], dt: Time
 ) -> None:
-    """``expire`` releases exactly the due deliveries, by deadline then receive order."""
+    """``expire`` fires exactly the due timers, delays and deadlines, by due time, ties in the
+    order the timers were started (``timers``)."""
     assert _valid(capacity, max_receives, script)
     assert _time_ok(dt)
     before, now = reach(capacity, max_receives, script)
     now += dt
-    after, released = expire(before, now)
-    assert _step_ok(before, after)
-    due = {
-        m.id
-        for m in before.messages
-        if m.status is Status.IN_FLIGHT and m.deadline is not None and m.deadline <= now
-    }
-    assert set(released) == due and len(released) == len(due)
-    if not released:
+    after, fired = expire(before, now)
+    assert _step_ok(before, after, now)
+    due = {m.id for m in before.messages if m.due is not None and m.due <= now}
+    assert set(fired) == due and len(fired) == len(due)
+    if not fired:
         assert after is before
     keys = []
-    for id in released:
+    for id in fired:
         m = before.get(id)
-        assert m is not None and m.deadline is not None
-        keys.append((m.deadline, before.in_flight.index(id)))
+        assert m is not None and m.due is not None
+        keys.append((m.due, before.timers.index(id)))
     assert keys == sorted(keys)
+    # Delays fired become visible at the tail, in firing order, after the survivors.
+    assert after.visible[: len(before.visible)] == before.visible
+    newly = after.visible[len(before.visible) :]
+    back = {m.id for m in after.messages if m.status is Status.VISIBLE}
+    assert newly == tuple(id for id in fired if id in back)
     for m in after.messages:
-        assert not (m.status is Status.IN_FLIGHT and m.deadline is not None and m.deadline <= now)
+        assert m.due is None or m.due > now

@@ -22,12 +22,17 @@ from spec.contracts import (
     Op,
     any_receipt,
     cancel_contract,
+    change_visibility_batch_contract,
     change_visibility_contract,
+    delete_batch_contract,
     delete_contract,
     expire_contract,
+    purge_contract,
     reach,
+    receive_batch_contract,
     receive_contract,
     retry_contract,
+    send_batch_contract,
     send_contract,
 )
 from spec.state import Receipt, State, Status
@@ -42,6 +47,10 @@ DEEP_SCRIPTS = [
     [Op.SEND, Op.RECEIVE, Op.TICK, Op.EXPIRE, Op.RECEIVE_FOREVER],
     [Op.SEND, Op.RECEIVE, Op.DELETE, Op.SEND, Op.RECEIVE],
     [Op.SEND, Op.SEND, Op.RECEIVE, Op.RELEASE, Op.CANCEL_NEWEST],
+    # a delay and a deadline due together (at 2): the delay's timer was started first
+    [Op.SEND_DELAYED, Op.SEND, Op.TICK, Op.RECEIVE],
+    [Op.SEND, Op.RECEIVE, Op.SEND_DELAYED, Op.EXTEND, Op.SEND],  # deadline 2 started first
+    [Op.SEND_DELAYED, Op.SEND_DELAYED, Op.SEND, Op.RECEIVE_FOREVER, Op.TICK],
 ]
 #: (pick, delta, foreign): live, stale, future, attempt 0 or below, foreign, unknown id.
 RECEIPTS = [(0, 0, False), (1, 0, False), (0, -1, False), (0, 1, False), (1, -5, False)]
@@ -66,6 +75,49 @@ def test_every_short_script_meets_every_contract() -> None:
                 change_visibility_contract(capacity, k, script, pick, delta, foreign, timeout, dt)
         for dt in (0.0, 1.0, 2.0, 5.0):
             expire_contract(capacity, k, script, dt)
+        purge_contract(capacity, k, script)
+
+
+#: Batches of ids by index into BATCH_IDS (a, b, c are the scripts', d and e never sent).
+PICKS = [[3], [3, 4], [4, 3], [0, 3], [3, 3], [3, 4, 0], list(range(5)) * 2, [0]]
+#: Batches of receipts (pick, delta, foreign), as RECEIPTS; a repeated live one included.
+RECEIPT_BATCHES = [[r] for r in RECEIPTS] + [
+    [(0, 0, False), (1, 0, False)],
+    [(1, 0, False), (0, 0, False), (0, 0, False)],
+    [(0, -1, False), (0, 0, True), (0, 0, False)],
+    RECEIPTS[:10],
+]
+
+
+def test_every_short_script_meets_every_batch_contract() -> None:
+    for capacity, k, script in all_cases():
+        for picks in PICKS:
+            for delay, dt in ((0.0, 0.0), (2.0, 1.0)):
+                send_batch_contract(capacity, k, script, picks, delay, dt)
+        for delay, dt in ((2.0, 0.0), (0.5, 1.0)):
+            send_contract(capacity, k, script, "d", "body", delay, dt)
+        for n in (1, 2, 3, 10):
+            for dt, vt in ((0.0, 1.0), (2.5, None)):
+                receive_batch_contract(capacity, k, script, dt, n, vt)
+        for batch in RECEIPT_BATCHES:
+            delete_batch_contract(capacity, k, script, batch)
+            for timeout, dt in ((0.0, 0.0), (2.0, 1.5)):
+                change_visibility_batch_contract(capacity, k, script, batch, timeout, dt)
+
+
+def test_the_delay_scripts_reach_the_ties_they_are_for() -> None:
+    s, now = reach(None, None, DEEP_SCRIPTS[7])
+    a, b = s.get("a"), s.get("b")
+    assert a is not None and b is not None and now == 1.0
+    assert (a.status, a.visible_at, b.status, b.deadline) == (
+        Status.DELAYED,
+        2.0,
+        Status.IN_FLIGHT,
+        2.0,
+    )
+    assert s.timers == ("a", "b")
+    s, _ = reach(None, None, DEEP_SCRIPTS[8])
+    assert s.timers == ("a", "b") and [m.due for m in s.messages[:2]] == [2.0, 2.0]
 
 
 def test_the_deep_scripts_reach_the_states_they_are_for() -> None:
@@ -92,6 +144,12 @@ def test_preconditions_reject_out_of_bounds_inputs() -> None:
         delete_contract(None, None, [Op.SEND] * 6, 0, 0, False)
     with pytest.raises(AssertionError):
         receive_contract(None, None, [Op.SEND], -1.0, None)
+    with pytest.raises(AssertionError):
+        receive_batch_contract(None, None, [Op.SEND], 0.0, 11, None)
+    with pytest.raises(AssertionError):
+        send_batch_contract(None, None, [], [], 0.0, 0.0)
+    with pytest.raises(AssertionError):
+        delete_batch_contract(None, None, [], [(0, 0, False)] * 11)
 
 
 # -- the contracts can fail -------------------------------------------------------------------
@@ -128,3 +186,68 @@ def test_a_retry_to_the_head_breaks_its_contract(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setattr(spec.contracts, "retry", retry_to_the_head)
     with pytest.raises(AssertionError, match="FifoVisible"):
         retry_contract(None, None, script, 0, 0, False)
+
+
+def send_batch_prefix(
+    s: State, entries: tuple[tuple[str, str, float | None], ...], now: float
+) -> tuple[State, bool]:
+    """Accepts the entries that fit, instead of all or none."""
+    ok = False
+    for id, body, delay in entries:
+        s, one = transitions.send(s, id, body, delay, now)
+        ok = ok or one
+    return s, ok
+
+
+def purge_misses_delayed(s: State) -> tuple[State, int]:
+    delayed = [m for m in s.messages if m.status is Status.DELAYED]
+    after, n = transitions.purge(s)
+    for m in delayed:
+        after = after.with_msg(m)
+    return replace(after, delayed=s.delayed, timers=s.delayed), n - len(delayed)
+
+
+def test_a_send_batch_that_accepts_a_prefix_breaks_its_contract(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    script = [Op.SEND]
+    send_batch_contract(2, None, script, [3, 4], 0.0, 0.0)  # does not fit: refused whole
+    monkeypatch.setattr(spec.contracts, "send_batch", send_batch_prefix)
+    send_batch_contract(3, None, script, [3, 4], 0.0, 0.0)  # fits: the same either way
+    with pytest.raises(AssertionError, match="BatchAtomic"):
+        send_batch_contract(2, None, script, [3, 4], 0.0, 0.0)
+
+
+def test_a_purge_that_misses_delayed_messages_breaks_its_contract(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    script = [Op.SEND_DELAYED, Op.SEND]
+    purge_contract(None, None, script)
+    monkeypatch.setattr(spec.contracts, "purge", purge_misses_delayed)
+    purge_contract(None, None, [Op.SEND])  # nothing delayed: the same either way
+    with pytest.raises(AssertionError, match="BatchAtomic"):
+        purge_contract(None, None, script)
+
+
+def test_an_expire_that_fires_deadlines_before_delays_breaks_its_contract(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    script = DEEP_SCRIPTS[7]  # a delayed until 2, then b in flight until 2: a fires first
+
+    def deadlines_first(s: State, now: float) -> tuple[State, tuple[str, ...]]:
+        delayed = set(s.delayed)
+        order = sorted(transitions.due(s, now), key=lambda i: i in delayed)  # stable: a tie kept
+        for id in order:
+            m = s.get(id)
+            assert m is not None
+            s = (
+                transitions.fire_delay(s, id)
+                if m.status is Status.DELAYED
+                else transitions.release(s, id)
+            )
+        return s, tuple(order)
+
+    expire_contract(None, None, script, 1.0)
+    monkeypatch.setattr(spec.contracts, "expire", deadlines_first)
+    with pytest.raises(AssertionError):
+        expire_contract(None, None, script, 1.0)
