@@ -13,9 +13,9 @@ active), which is what lets the step invariants compare two converted states.
 
 The snapshot does not show the order in which timers were started (the spec's ``timers``, which
 breaks ties between equal due times), so :func:`to_state` rebuilds it: the previous state's
-order for every timer still running (the same delay, or the same delivery's deadline), then
-the timers started by the last step, delays in send order and then deadlines in delivery
-order. One step starts the timers of one operation only, so this is the order it started
+order for every timer still running (the same delay, or the same delivery: a delivery holds
+its receive's place even without a deadline), then the timers started by the last step, delays
+in send order and then deliveries in delivery order. One step starts the timers of one operation only, so this is the order it started
 them in. Whether the impl *fires* timers in that order is what the lockstep compares, step by
 step, through the observable state.
 """
@@ -156,15 +156,15 @@ def to_state(
 
 def _timers(snap: Snapshot[Any], previous: spec.State | None) -> tuple[str, ...]:
     """The spec's ``timers`` for ``snap``: still-running timers in ``previous``'s order, then
-    the ones the last step started (delays in send order, then deadlines in delivery order)."""
+    the ones the last step started (delays in send order, then deliveries in delivery order)."""
     running = {m.id: (True, m.attempt) for m in snap.delayed}
-    running |= {m.id: (False, m.attempt) for m in snap.in_flight if m.deadline is not None}
+    running |= {m.id: (False, m.attempt) for m in snap.in_flight}
 
     def same_timer(id: str) -> bool:
         old = previous.get(id) if previous is not None else None
         return (
             old is not None
-            and old.due is not None
+            and old.status in (spec.Status.DELAYED, spec.Status.IN_FLIGHT)
             and running[id] == (old.status is spec.Status.DELAYED, old.attempt)
         )
 

@@ -2,7 +2,8 @@
 
 Each scenario goes the whole way a user's would: encoded as one JSON line, parsed by the
 harness's parser, run on the spec and on ``impl.Queue``. Any difference in any op's output is a
-bug in one of them (or in the contract's reading of one of them).
+bug in one of them (or in the contract's reading of one of them). The scenarios use every op of
+the format, delays, batches and purge included.
 """
 
 from __future__ import annotations
@@ -46,19 +47,50 @@ def test_the_strategy_reaches_every_op_and_exact_deadlines() -> None:
                 deadlines = {
                     m.deadline for s in model.states for m in s.messages if m.deadline is not None
                 }
+                delays = {
+                    m.visible_at
+                    for s in model.states
+                    for m in s.messages
+                    if m.visible_at is not None
+                }
                 (dt,) = op.args
                 assert isinstance(dt, float)
                 if model.now + dt in deadlines:
                     landings["exact"] += 1
+                if model.now + dt in delays:
+                    landings["exact delay"] += 1
+                if any(t <= model.now + dt for t in delays):
+                    landings["delay fired"] += 1
             result = apply(model, op)
             if raw[0] in ("ack", "retry", "extend") and result is True:
                 landings["live receipt"] += 1
+            mixed = isinstance(result, list) and True in result and False in result
+            if raw[0] in ("ack_batch", "extend_batch") and mixed:
+                landings["batch of live and dead receipts"] += 1
             if raw[0] == "reserve" and isinstance(result, list) and result[2] != 1:
                 landings["redelivery"] += 1
+            if raw[0] == "reserve_batch" and isinstance(result, list) and len(result) > 1:
+                landings["batch of deliveries"] += 1
+            if raw[0] == "enqueue_batch":
+                landings[f"enqueue_batch {'accepted' if result else 'rejected'}"] += 1
+            if raw[0] == "purge" and isinstance(result, int) and result > 0:
+                landings["purge"] += 1
         if any(s.dead for s in model.states):
             landings["dead letter"] += 1
 
     collect()
     assert set(ops) == set(OPS), f"ops never drawn: {set(OPS) - set(ops)}"
-    for what in ("exact", "live receipt", "redelivery", "dead letter"):
+    for what in (
+        "exact",
+        "live receipt",
+        "redelivery",
+        "dead letter",
+        "exact delay",
+        "delay fired",
+        "batch of live and dead receipts",
+        "batch of deliveries",
+        "enqueue_batch accepted",
+        "enqueue_batch rejected",
+        "purge",
+    ):
         assert landings[what] >= 5, f"only {landings[what]} x {what!r} in 300 scenarios"

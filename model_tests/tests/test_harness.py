@@ -355,9 +355,10 @@ BATCHES: dict[str, tuple[dict[str, Any], list[Any]]] = {
         },
         [True, True, ["a", "A", 1], None, ["b", "B", 1], ["a", "A", 2]],
     ),
-    # extend moves a deadline but keeps its timer's place (a before b at time 2); a delivery
-    # without a deadline (vt null) starts its timer when extended (after b's).
-    "extend keeps a timer's place, or starts one": (
+    # extend moves a deadline but keeps its timer's place (a before b at time 2): the place of
+    # the receive that started it, even for a delivery without a deadline (vt null: c's
+    # receive came before d's delayed send, so c goes before d at time 3).
+    "extend keeps a timer's place": (
         {
             "capacity": None,
             "ops": [
@@ -387,7 +388,7 @@ BATCHES: dict[str, tuple[dict[str, Any], list[Any]]] = {
             None,
             [["a", "A", 2], ["b", "B", 1]],
             None,
-            [["d", "D", 1], ["c", "C", 2]],
+            [["c", "C", 2], ["d", "D", 1]],
         ],
     ),
     # A cancelled delayed message never becomes visible, and frees its slot at once.
