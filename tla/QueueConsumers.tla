@@ -30,15 +30,15 @@ VARIABLES
     finished     \* history: one record per finished delivery
                  \* [consumer, receipt, deleted]; deleted = what delete returned
 
-allVars == <<msgs, visible, inFlight, dead, now, held, finished>>
-queueVars == <<msgs, visible, inFlight, dead>>
+allVars == <<vars, held, finished>>
+queueVars == <<msgs, visible, inFlight, dead, delayed, timers>>
 
 (***************************************************************************)
 (*                             ACTIONS                                     *)
 (***************************************************************************)
 
-\* A producer sends a message (the queue's Send).
-Produce(i) == Send(i) /\ UNCHANGED <<held, finished>>
+\* A producer sends a message (the queue's Send, without a delay).
+Produce(i) == Send(i, 0) /\ UNCHANGED <<held, finished>>
 
 \* An idle consumer c receives the head of visible with timeout v and holds
 \* the fresh receipt of that delivery.

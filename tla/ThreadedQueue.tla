@@ -570,12 +570,14 @@ StatusOf(i) ==
 
 AbsMsgs == [i \in accepted |-> [status |-> StatusOf(i),
                                 attempt |-> attempt[i],
-                                deadline |-> deadline[i]]]
+                                deadline |-> deadline[i],
+                                visibleAt |-> None]]
 
 Queue == INSTANCE Queue
            WITH msgs <- AbsMsgs, visible <- qVisible, inFlight <- qInFlight,
-                dead <- qDead, now <- clock,
-                MaxAttempt <- MaxReceives, VisibilityTimeouts <- {VT}
+                dead <- qDead, delayed <- <<>>, timers <- qInFlight, now <- clock,
+                MaxAttempt <- MaxReceives, VisibilityTimeouts <- {VT},
+                Delays <- {0}, MaxBatch <- 1
 
 QueueSpec == Queue!Spec
 

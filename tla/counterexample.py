@@ -176,7 +176,10 @@ def to_spec_state(state: dict[str, Value], config: Config, queue: int = 0) -> St
         if not isinstance(attempt, int):
             raise ValueError(f"msgs[{key}].attempt is not an integer: {attempt!r}")
         i = _id(key)
-        msgs.append(Msg(i, i, Status(rec["status"]), attempt, _opt_int(rec["deadline"])))
+        visible_at = _opt_int(rec.get("visibleAt", ModelValue("None")))
+        msgs.append(
+            Msg(i, i, Status(rec["status"]), attempt, _opt_int(rec["deadline"]), visible_at)
+        )
     return State(
         config=config,
         messages=tuple(sorted(msgs, key=lambda m: m.id)),
@@ -184,6 +187,8 @@ def to_spec_state(state: dict[str, Value], config: Config, queue: int = 0) -> St
         in_flight=_ids(state["inFlight"]),
         dead=_ids(state["dead"]),
         queue=queue,
+        delayed=_ids(state.get("delayed", ())),
+        timers=_ids(state.get("timers", ())),
     )
 
 

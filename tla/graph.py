@@ -87,6 +87,8 @@ def bounds_cfg(bounds: Bounds) -> str:
             f"    VisibilityTimeouts = {setof(bounds.visibility_timeouts)}",
             f"    ExtendTimeouts = {setof(bounds.extend_timeouts)}",
             f"    MaxTime = {bounds.max_time}",
+            f"    Delays = {setof(bounds.delays)}",
+            f"    MaxBatch = {bounds.batch}",
             "    None = None",
             "SPECIFICATION Spec",
             "",
@@ -155,7 +157,19 @@ def label(last: Value, registry: Registry = REGISTRY) -> str:
     name, args = last[0], last[1:]
     if name not in graph_actions(registry):
         raise ValueError(f"lastAction names {name!r}, no action of the registry")
-    return action_label(name, tuple(None if a == ModelValue("None") else a for a in args))
+    return action_label(name, tuple(_param(a) for a in args))
+
+
+def _param(v: Value) -> object:
+    """A ``lastAction`` parameter as the explorer's: ``None`` the model value -> ``None``, an
+    id (model value) -> its name, a sequence -> a tuple of those (a batch's entries)."""
+    if v == ModelValue("None"):
+        return None
+    if isinstance(v, ModelValue):
+        return v.name
+    if isinstance(v, tuple):
+        return tuple(_param(x) for x in v)
+    return v
 
 
 # -- running TLC and comparing ----------------------------------------------------------------

@@ -4,22 +4,31 @@
 inside its critical section, so the steps arrive in the order the transitions took effect (the
 linearization order). A step is ``(action, args, result, now)``:
 
-  ``("send", (id,), True, now)``
+  ``("send", (id, delay), True, now)``                       delay 0: an immediate send (the old
+                                                             ``(id,)`` form is read as delay 0)
+  ``("send_batch", (ids, delays), ok, now)``                 ok: accepted (all) or not (none)
   ``("receive", (vt,), (id, attempt, deadline), now)``       deadline: None if vt is None
+  ``("receive_batch", (n, vt), ((id, attempt, deadline), ...), now)``
   ``("delete", (id, attempt), ok, now)``                     ok: what delete returned
+  ``("delete_batch", ((id, attempt), ...), (ok, ...), now)``
   ``("retry", (id, attempt), ok, now)``
   ``("change_visibility", (id, attempt, t), result, now)``   result: False (receipt not live),
                                                              the new deadline, or None (t = 0)
+  ``("change_visibility_batch", ((id, attempt, t), ...), (result, ...), now)``
   ``("cancel", (id,), ok, now)``
-  ``("expire", (), id, now)``                                one per message a sweep released
+  ``("purge", (), count, now)``
+  ``("expire", (), id, now)``                                one per timer a sweep fired (a
+                                                             delay or a deadline)
 
 :func:`to_events` turns them into the events of ``tla/TraceQueue.tla`` (one kind per operation
 of the registry that ``impl.Queue`` records, :func:`event_ops`): times become integers
-counted from the clock's start (so advance a ``FakeClock`` by whole numbers), the releases of
-one sweep become one ``expire`` event, and the time of a receive or change_visibility is the one
-its deadline was computed from (the clock may move between that reading and the step's own
-``now``). :func:`check_trace` writes a module whose constant ``Trace`` is those events, runs TLC
-on it, and reads the verdict.
+counted from the clock's start (so advance a ``FakeClock`` by whole numbers), the timers one
+sweep fired become one ``expire`` event, and the time of a receive, a receive_batch, a
+change_visibility or a change_visibility_batch is the one its deadlines were computed from (the
+clock may move between that reading and the step's own ``now``). Whether a fired timer was a
+delay or a deadline is not recorded: ``TraceQueue.tla`` knows it from the message's state.
+:func:`check_trace` writes a module whose constant ``Trace`` is those events, runs TLC on it,
+and reads the verdict.
 
 THE INVERSION. TLC 2.15 cannot be told "succeed when you reach this state", so the check's
 invariant ``TraceIncomplete`` claims the whole trace is never matched: TLC reporting that
@@ -85,9 +94,36 @@ def event_ops(registry: Registry = REGISTRY) -> tuple[str, ...]:
 Builder = Callable[[str, Step, int, float], Event]
 
 
+def _delay(x: object, where: str) -> int:
+    return 0 if x is None else _int(x, where)
+
+
 def _send(where: str, step: Step, t: int, start: float) -> Event:
     # Only accepted sends are recorded, so the event has no result.
-    return {"op": "send", "id": str(step[1][0]), "now": t}
+    args = step[1]
+    delay = _delay(args[1], where) if len(args) > 1 else 0
+    return {"op": "send", "id": str(args[0]), "delay": delay, "now": t}
+
+
+def _pairs(x: object, where: str, what: str, size: int) -> list[tuple[object, ...]]:
+    if not isinstance(x, tuple | list) or not all(
+        isinstance(p, tuple | list) and len(p) == size for p in x
+    ):
+        raise TraceError(f"{where}: expected a tuple of {what}, got {x!r}")
+    return [tuple(p) for p in x]
+
+
+def _send_batch(where: str, step: Step, t: int, start: float) -> Event:
+    _, args, result, _ = step
+    if len(args) != 2:
+        raise TraceError(f"{where}: expected (ids, delays), got {args!r}")
+    ids, delays = args
+    if not isinstance(ids, tuple | list) or not isinstance(delays, tuple | list):
+        raise TraceError(f"{where}: expected (ids, delays), got {args!r}")
+    if len(ids) != len(delays):
+        raise TraceError(f"{where}: {len(ids)} ids but {len(delays)} delays")
+    entries = tuple((str(i), _delay(d, where)) for i, d in zip(ids, delays, strict=True))
+    return {"op": "send_batch", "entries": entries, "ok": bool(result), "now": t}
 
 
 def _receive(where: str, step: Step, t: int, start: float) -> Event:
@@ -99,6 +135,28 @@ def _receive(where: str, step: Step, t: int, start: float) -> Event:
     if vt is not None:  # the time the deadline was computed from
         t = _time(deadline, start, where) - vt
     return {"op": "receive", "id": str(id), "attempt": _int(attempt, where), "vt": vt, "now": t}
+
+
+def _receive_batch(where: str, step: Step, t: int, start: float) -> Event:
+    _, args, result, _ = step
+    if len(args) != 2:
+        raise TraceError(f"{where}: expected (n, vt), got {args!r}")
+    n = _int(args[0], where)
+    vt = None if args[1] is None else _int(args[1], where)
+    got = _pairs(result, where, "(id, attempt, deadline)", 3)
+    if got and vt is not None:  # the time the deadlines were computed from (one for all)
+        t = _time(got[0][2], start, where) - vt
+    receipts = tuple((str(i), _int(a, where)) for i, a, _ in got)
+    return {"op": "receive_batch", "n": n, "vt": vt, "got": receipts, "now": t}
+
+
+def _delete_batch(where: str, step: Step, t: int, start: float) -> Event:
+    _, args, result, _ = step
+    receipts = tuple((str(i), _int(a, where)) for i, a in _pairs(args, where, "receipts", 2))
+    if not isinstance(result, tuple | list) or len(result) != len(receipts):
+        raise TraceError(f"{where}: expected one result per receipt, got {result!r}")
+    oks = tuple(bool(r) for r in result)
+    return {"op": "delete_batch", "receipts": receipts, "oks": oks, "now": t}
 
 
 def _change_visibility(where: str, step: Step, t: int, start: float) -> Event:
@@ -117,15 +175,41 @@ def _change_visibility(where: str, step: Step, t: int, start: float) -> Event:
     }
 
 
+def _change_visibility_batch(where: str, step: Step, t: int, start: float) -> Event:
+    _, args, result, _ = step
+    changes = _pairs(args, where, "(id, attempt, t)", 3)
+    if not isinstance(result, tuple | list) or len(result) != len(changes):
+        raise TraceError(f"{where}: expected one result per change, got {result!r}")
+    for (_, _, timeout), r in zip(changes, result, strict=True):
+        if r is not False and r is not None:  # the time the new deadlines were computed from
+            t = _time(r, start, where) - _int(timeout, where)
+            break
+    return {
+        "op": "change_visibility_batch",
+        "changes": tuple(((str(i), _int(a, where)), _int(x, where)) for i, a, x in changes),
+        "oks": tuple(r is not False for r in result),
+        "now": t,
+    }
+
+
+def _purge(where: str, step: Step, t: int, start: float) -> Event:
+    return {"op": "purge", "count": _int(step[2], where), "now": t}
+
+
 def _expire(where: str, step: Step, t: int, start: float) -> Event:
-    return {"op": "expire", "released": (str(step[2]),), "now": t}
+    return {"op": "expire", "fired": (str(step[2]),), "now": t}
 
 
 #: The events whose fields are not the generic ones (see :func:`_event`).
 _BUILDERS: Final[Mapping[str, Builder]] = {
     "send": _send,
+    "send_batch": _send_batch,
     "receive": _receive,
+    "receive_batch": _receive_batch,
+    "delete_batch": _delete_batch,
     "change_visibility": _change_visibility,
+    "change_visibility_batch": _change_visibility_batch,
+    "purge": _purge,
     "expire": _expire,
 }
 
@@ -155,9 +239,9 @@ def to_events(
 ) -> list[Event]:
     """The events of ``TraceQueue.tla`` for the recorded ``steps`` (``start``: the clock's start).
 
-    Consecutive ``expire`` steps with the same time are the releases of one sweep: a sweep
-    releases everything due at its time, so a second sweep at that time could only release a
-    deadline armed in between, by a step that would stand between them. They become one event.
+    Consecutive ``expire`` steps with the same time are the timers one sweep fired: a sweep
+    fires everything due at its time, so a second sweep at that time could only fire a timer
+    started in between, by a step that would stand between them. They become one event.
     Raises :class:`TraceError` for a step of the wrong shape or a time that is not a whole number.
     """
     events: list[Event] = []
@@ -167,7 +251,7 @@ def to_events(
         same_sweep = last is not None and last["op"] == "expire" and last["now"] == e["now"]
         if e["op"] == "expire" and same_sweep:
             assert last is not None
-            last["released"] = (*_released(last), *_released(e))
+            last["fired"] = (*_fired(last), *_fired(e))
             continue
         events.append(e)
     for k in range(1, len(events)):
@@ -176,8 +260,8 @@ def to_events(
     return events
 
 
-def _released(e: Event) -> tuple[str, ...]:
-    r = e["released"]
+def _fired(e: Event) -> tuple[str, ...]:
+    r = e["fired"]
     assert isinstance(r, tuple)
     return tuple(str(x) for x in r)
 
@@ -230,14 +314,55 @@ def _set(values: Iterable[object]) -> str:
     return "{" + ", ".join(sorted({tla_value(v) for v in values})) + "}"
 
 
+def _receipt_ids(e: Event) -> set[str]:
+    """The ids an event names, whatever its op."""
+    op = e["op"]
+    if "id" in e:
+        return {str(e["id"])}
+    if op == "expire":
+        return set(_fired(e))
+    if op == "send_batch":
+        return {str(i) for i, _ in _seq(e["entries"])}
+    if op in ("receive_batch", "delete_batch"):
+        return {str(i) for i, _ in _seq(e["got" if op == "receive_batch" else "receipts"])}
+    if op == "change_visibility_batch":
+        return {str(i) for (i, _), _ in map(_seq_pair, _seq(e["changes"]))}
+    return set()
+
+
+def _seq_pair(change: tuple[object, object]) -> tuple[tuple[object, object], object]:
+    receipt, t = change
+    assert isinstance(receipt, tuple) and len(receipt) == 2
+    return (receipt[0], receipt[1]), t
+
+
+def _seq(x: object) -> list[tuple[object, object]]:
+    """An event's sequence of pairs (entries, receipts, changes)."""
+    assert isinstance(x, tuple)
+    out: list[tuple[object, object]] = []
+    for p in x:
+        assert isinstance(p, tuple) and len(p) == 2
+        out.append((p[0], p[1]))
+    return out
+
+
 def render_config(events: Sequence[Event], capacity: int | None, max_receives: int | None) -> str:
     """The TLC config: Queue's constants fitted to the trace, and the inverted invariant."""
-    ids = {e["id"] for e in events if "id" in e}
-    ids |= {i for e in events if e["op"] == "expire" for i in _released(e)}
-    attempts = [e["attempt"] for e in events if e["op"] == "receive"]
-    vts = {e["vt"] for e in events if e["op"] == "receive"}
+    ids: set[str] = set().union(*(_receipt_ids(e) for e in events))
+    attempts = [int(str(e["attempt"])) for e in events if e["op"] == "receive"]
+    attempts += [
+        int(str(a)) for e in events if e["op"] == "receive_batch" for _, a in _seq(e["got"])
+    ]
+    vts = {e["vt"] for e in events if e["op"] in ("receive", "receive_batch")}
     extends = {e["t"] for e in events if e["op"] == "change_visibility"}
-    max_attempt = max([1, *(int(str(a)) for a in attempts)])
+    extends |= {
+        t for e in events if e["op"] == "change_visibility_batch" for _, t in _seq(e["changes"])
+    }
+    delays = {0} | {e["delay"] for e in events if e["op"] == "send"}
+    delays |= {d for e in events if e["op"] == "send_batch" for _, d in _seq(e["entries"])}
+    sizes = [len(_seq(e[k])) for e in events for k in ("entries", "receipts", "changes") if k in e]
+    sizes += [int(str(e["n"])) for e in events if e["op"] == "receive_batch"]
+    max_attempt = max([1, *attempts])
     max_time = max([0, *(_now(e) for e in events)])
     return (
         "\\* Generated by tla/trace.py. TraceIncomplete VIOLATED = the trace is ACCEPTED;\n"
@@ -250,6 +375,8 @@ def render_config(events: Sequence[Event], capacity: int | None, max_receives: i
         f"    VisibilityTimeouts = {_set(vts)}\n"
         f"    ExtendTimeouts = {_set(extends)}\n"
         f"    MaxTime = {max_time}\n"
+        f"    Delays = {_set(delays)}\n"
+        f"    MaxBatch = {min(10, max([1, *sizes]))}\n"
         "    None = None\n"
         "    Trace <- RecordedTrace\n"
         "INIT TraceInit\n"

@@ -260,7 +260,7 @@ def test_trace_of_every_operation_on_one_thread_is_accepted() -> None:
         q.record_trace(None)
         q.send("e", id="e")  # not recorded
     events = to_events(steps, start=5.0)
-    assert [e["released"] for e in events if e["op"] == "expire"] == [("b",), ("d", "a")]
+    assert [e["fired"] for e in events if e["op"] == "expire"] == [("b",), ("d", "a")]
     assert d.attempt == 1 and all(e.get("id") != "e" for e in events)
     verdict = check_events(events, capacity=3, max_receives=2)
     assert verdict.accepted, verdict.explain() + "\n" + verdict.result.trace()
@@ -311,4 +311,4 @@ def test_trace_events_take_the_time_a_deadline_was_computed_from() -> None:
         ]
     )
     assert events[1] == {"op": "receive", "id": "a", "attempt": 1, "vt": 2, "now": 1}
-    assert [e.get("released") for e in events[2:]] == [("a", "b"), ("c",)]
+    assert [e.get("fired") for e in events[2:]] == [("a", "b"), ("c",)]
