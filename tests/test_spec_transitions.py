@@ -8,34 +8,43 @@ not read back from the spec. Every test also checks that the invariants hold alo
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import pytest
 
 from spec import (
+    MAX_BATCH,
     Config,
     Delivery,
     Receipt,
     State,
     Status,
+    batch_atomic,
     cancel,
     change_visibility,
+    change_visibility_batch,
     delete,
+    delete_batch,
     due,
     expire,
+    fire_delay,
     initial,
     next_deadline,
+    purge,
     receive,
+    receive_batch,
     retry,
     send,
+    send_batch,
     step_violations,
     violations,
 )
 
 
-def checked(before: State, after: State) -> State:
+def checked(before: State, after: State, now: float | None = None) -> State:
     """``after``, once every state and step invariant has been checked for the step."""
     assert violations(after) == []
-    assert step_violations(before, after) == []
+    assert step_violations(before, after, now) == []
     return after
 
 
@@ -505,3 +514,408 @@ def test_a_bad_configuration_is_rejected_by_name() -> None:
         Config(capacity=-1)
     with pytest.raises(ValueError, match=r"^max_receives must be >= 1 or None, got 0$"):
         Config(max_receives=0)
+
+
+# -- delays: send with a delay, the second kind of timer ----------------------------------------
+
+
+def visible_at(s: State, id: str) -> float | None:
+    m = s.get(id)
+    assert m is not None
+    return m.visible_at
+
+
+def test_a_delayed_send_is_delayed_until_now_plus_delay() -> None:
+    s = queue("a")
+    after, ok = send(s, "b", "B", delay=5.0, now=2.0)
+    assert ok
+    s = checked(s, after)
+    assert status(s, "b") is Status.DELAYED and visible_at(s, "b") == 7.0
+    assert s.visible == ("a",) and s.delayed == ("b",) and s.timers == ("b",)
+    assert attempt(s, "b") == 0 and s.active == 2
+
+
+def test_a_zero_delay_and_the_default_are_immediate() -> None:
+    s, ok = send(initial(), "a", "A", delay=0.0, now=3.0)
+    assert ok and s.visible == ("a",) and visible_at(s, "a") is None and s.timers == ()
+    s, ok = send(s, "b", "B")
+    assert ok and s.visible == ("a", "b")
+
+
+def test_a_send_without_a_delay_takes_the_queues() -> None:
+    s = initial(Config(delay=4.0))
+    s, ok = send(s, "a", "A", now=1.0)
+    assert ok and status(s, "a") is Status.DELAYED and visible_at(s, "a") == 5.0
+    s, ok = send(s, "b", "B", delay=0.0, now=1.0)  # an explicit 0 overrides the queue's
+    assert ok and s.visible == ("b",)
+
+
+def test_a_delayed_message_counts_against_capacity_and_reserves_its_id() -> None:
+    s, ok = send(initial(Config(capacity=1)), "a", "A", delay=1.0)
+    assert ok
+    assert send(s, "b", "B") == (s, False)
+    roomy = replace(s, config=Config(capacity=None))
+    assert send(roomy, "a", "A") == (roomy, False)
+
+
+def test_a_delayed_message_is_not_delivered_before_the_sweep() -> None:
+    s, _ = send(initial(), "a", "A", delay=1.0)
+    assert receive(s, 5.0, 1.0) == (s, None), "past visible_at, but the sweeper has not run"
+    after, fired = expire(s, 0.5)
+    assert fired == () and after is s
+    after, fired = expire(s, 1.0)
+    assert fired == ("a",)
+    s = checked(s, after, 1.0)
+    assert s.visible == ("a",) and s.delayed == () and s.timers == ()
+    assert visible_at(s, "a") is None and attempt(s, "a") == 0
+    s, d = take(s, now=1.0)
+    assert d.id == "a" and d.attempt == 1
+
+
+def test_a_fired_delay_goes_to_the_tail_of_visible() -> None:
+    s, _ = send(initial(), "a", "A", delay=1.0)
+    s, _ = send(s, "b", "B")
+    s, _ = expire(s, 1.0)
+    assert s.visible == ("b", "a")
+
+
+def test_cancel_ends_a_delayed_message_and_its_timer() -> None:
+    s, _ = send(queue("a"), "b", "B", delay=1.0)
+    after, ok = cancel(s, "b")
+    assert ok
+    s = checked(s, after)
+    assert status(s, "b") is Status.CANCELLED and visible_at(s, "b") is None
+    assert s.delayed == () and s.timers == () and s.visible == ("a",)
+    assert expire(s, 9.0)[1] == ()
+
+
+def test_fire_delay_needs_a_delayed_message() -> None:
+    with pytest.raises(AssertionError, match="not delayed"):
+        fire_delay(queue("a"), "a")
+
+
+# -- the one timer order: by due time, ties in the order the timers were started -------------------
+
+
+def test_a_delay_and_a_deadline_due_together_fire_in_start_order() -> None:
+    # a's delay is started (at 0) before b's deadline (received at 1): both due at 2.
+    s, _ = send(initial(), "a", "A", delay=2.0, now=0.0)
+    s, _ = send(s, "b", "B")
+    s, d = take(s, now=1.0, vt=1.0)
+    assert d.id == "b" and s.timers == ("a", "b")
+    assert due(s, 2.0) == ("a", "b")
+    after, fired = expire(s, 2.0)
+    assert fired == ("a", "b") and after.visible == ("a", "b")
+    # The other way round: b's deadline started (at 0) before a's delay (sent at 1).
+    s, _ = send(initial(), "b", "B")
+    s, _ = take(s, now=0.0, vt=2.0)
+    s, _ = send(s, "a", "A", delay=1.0, now=1.0)
+    assert s.timers == ("b", "a") and due(s, 2.0) == ("b", "a")
+    assert expire(s, 2.0)[0].visible == ("b", "a")
+
+
+def test_earlier_due_times_fire_first_whatever_the_start_order() -> None:
+    s, _ = send(initial(), "a", "A", delay=3.0)
+    s, _ = send(s, "b", "B", delay=1.0)
+    s, _ = send(s, "c", "C")
+    s, _ = take(s, now=0.0, vt=2.0)
+    assert s.timers == ("a", "b", "c")
+    assert due(s, 1.0) == ("b",) and due(s, 2.0) == ("b", "c") and due(s, 5.0) == ("b", "c", "a")
+    assert next_deadline(s) == 1.0
+    s, fired = expire(s, 5.0)
+    assert fired == ("b", "c", "a") and s.visible == ("b", "c", "a") and next_deadline(s) is None
+
+
+def test_change_visibility_keeps_the_timers_place() -> None:
+    s, _ = send(initial(), "a", "A")
+    s, _ = send(s, "b", "B", delay=2.0, now=0.0)
+    s, d = take(s, now=0.0, vt=9.0)  # a's deadline started after b's delay
+    after, ok = change_visibility(s, d.receipt, 2.0, now=0.0)
+    assert ok
+    s = checked(s, after)
+    assert s.timers == ("b", "a"), "moved, not restarted: a keeps its place behind b"
+    assert expire(s, 2.0)[1] == ("b", "a")
+
+
+def test_a_delivery_without_a_deadline_has_its_place_by_receive_order() -> None:
+    # The contract: with no delays, ties go by receive order, whatever change_visibility did.
+    s = queue("a", "b")
+    s, da = take(s, now=0.0, vt=None)
+    s, _ = take(s, now=0.0, vt=2.0)
+    assert s.timers == ("a", "b") and next_deadline(s) == 2.0 and due(s, 9.0) == ("b",)
+    s, ok = change_visibility(s, da.receipt, 2.0, now=0.0)
+    assert ok and s.timers == ("a", "b")
+    assert expire(s, 2.0)[1] == ("a", "b")
+
+
+# -- send_batch: all or none ---------------------------------------------------------------------
+
+
+def test_send_batch_accepts_every_entry_in_order_in_one_step() -> None:
+    s = queue("a")
+    after, ok = send_batch(s, (("b", "B", 0.0), ("c", "C", 3.0), ("d", "D", None)), now=1.0)
+    assert ok
+    s2 = checked(s, after, 1.0)
+    assert s2.visible == ("a", "b", "d") and s2.delayed == ("c",) and visible_at(s2, "c") == 4.0
+    assert [m.body for m in s2.messages] == ["A", "B", "C", "D"]
+    assert (
+        batch_atomic(
+            s,
+            "send_batch",
+            dict(entries=(("b", "B", 0.0), ("c", "C", 3.0), ("d", "D", None)), now=1.0),
+            after,
+            ok,
+        )
+        is None
+    )
+
+
+@pytest.mark.parametrize(
+    ("entries", "why"),
+    [
+        ((("b", "B", 0.0), ("a", "A2", 0.0)), "a was accepted before"),
+        ((("b", "B", 0.0), ("b", "B2", 0.0)), "b twice in the batch"),
+        ((("b", "B", 0.0), ("c", "C", 0.0), ("d", "D", 0.0)), "3 do not fit in 2 places"),
+    ],
+)
+def test_send_batch_accepts_none_when_one_entry_would_be_refused(
+    entries: tuple[tuple[str, str, float], ...], why: str
+) -> None:
+    s = queue("a", capacity=3)
+    assert send_batch(s, entries, 0.0) == (s, False), why
+
+
+def test_send_batch_fills_the_queue_exactly() -> None:
+    s = queue("a", capacity=3)
+    s, ok = send_batch(s, (("b", "B", 0.0), ("c", "C", 1.0)), 0.0)
+    assert ok and s.active == 3
+    assert send_batch(s, (("d", "D", 0.0),), 0.0) == (s, False)
+
+
+@pytest.mark.parametrize(
+    ("entries", "error", "message"),
+    [
+        ((), ValueError, r"^entries must hold 1 to 10 entries, got 0$"),
+        (tuple((f"i{k}", "x", 0.0) for k in range(11)), ValueError, r"got 11$"),
+        ("abc", TypeError, r"^entries must be a list or tuple"),
+        ((("a", "A"),), TypeError, r"^entries\[0\] must be an \(id, body, delay\) tuple"),
+        ((("a", "A", 0.0), ["b", "B", 0.0]), TypeError, r"^entries\[1\] must be"),
+        ((("a", "A", 0.0), (1, "B", 0.0)), TypeError, r"^entries\[1\]\.id must be a str"),
+        ((("a", 2, 0.0),), TypeError, r"^entries\[0\]\.body must be a str"),
+        ((("a", "A", -1.0),), ValueError, r"^entries\[0\]\.delay must be a finite number"),
+        ((("a", "A", math.nan),), ValueError, r"^entries\[0\]\.delay must be a finite"),
+        ((("a", "A", "1"),), TypeError, r"^entries\[0\]\.delay must be a number"),
+    ],
+)
+def test_send_batch_rejects_a_bad_batch_by_name(
+    entries: object, error: type[Exception], message: str
+) -> None:
+    with pytest.raises(error, match=message):
+        send_batch(initial(), entries, 0.0)  # type: ignore[arg-type]
+
+
+def test_send_batch_of_the_maximum_size() -> None:
+    entries = tuple((f"i{k}", "x", 0.0) for k in range(MAX_BATCH))
+    s, ok = send_batch(initial(), entries, 0.0)
+    assert ok and len(s.visible) == MAX_BATCH == 10
+
+
+# -- receive_batch: FIFO, fewer than n ---------------------------------------------------------
+
+
+def test_receive_batch_takes_the_first_n_in_fifo_order_with_one_deadline() -> None:
+    s = queue("a", "b", "c")
+    after, ds = receive_batch(s, 1.0, 2, 5.0)
+    s2 = checked(s, after, 1.0)
+    assert [(d.id, d.body, d.attempt) for d in ds] == [("a", "A", 1), ("b", "B", 1)]
+    assert [d.receipt for d in ds] == [Receipt(0, "a", 1), Receipt(0, "b", 1)]
+    assert s2.visible == ("c",) and s2.in_flight == ("a", "b") and s2.timers == ("a", "b")
+    assert deadline(s2, "a") == deadline(s2, "b") == 6.0
+
+
+def test_receive_batch_gives_fewer_than_n_when_fewer_are_visible() -> None:
+    s, _ = send(queue("a", "b"), "c", "C", delay=1.0)
+    after, ds = receive_batch(s, 0.0, 10, None)
+    assert [d.id for d in ds] == ["a", "b"], "the delayed message is not deliverable"
+    assert after.visible == () and deadline(after, "a") is None
+    assert after.timers == ("c", "a", "b")
+    assert receive_batch(after, 0.0, 3, None) == (after, ())
+
+
+def test_receive_batch_of_redelivered_messages_counts_attempts() -> None:
+    s, d = take(queue("a", "b"))
+    s, _ = retry(s, d.receipt)  # visible is now (b, a)
+    s, ds = receive_batch(s, 0.0, 2, 1.0)
+    assert [(d.id, d.attempt) for d in ds] == [("b", 1), ("a", 2)]
+
+
+@pytest.mark.parametrize(
+    ("n", "error", "message"),
+    [
+        (0, ValueError, r"^n must be in 1\.\.10, got 0$"),
+        (11, ValueError, r"^n must be in 1\.\.10, got 11$"),
+        (-1, ValueError, r"got -1$"),
+        (2.0, TypeError, r"^n must be an int, got 2\.0$"),
+        (True, TypeError, r"^n must be an int, got True$"),
+    ],
+)
+def test_receive_batch_rejects_a_bad_n(n: object, error: type[Exception], message: str) -> None:
+    with pytest.raises(error, match=message):
+        receive_batch(queue("a"), 0.0, n, 1.0)  # type: ignore[arg-type]
+
+
+def test_receive_batch_rejects_a_bad_time() -> None:
+    with pytest.raises(ValueError, match=r"^visibility_timeout must be a finite number"):
+        receive_batch(queue("a"), 0.0, 2, -1.0)
+    with pytest.raises(ValueError, match=r"^now must be a finite number"):
+        receive_batch(queue("a"), math.inf, 2, 1.0)
+
+
+# -- delete_batch -------------------------------------------------------------------------------
+
+
+def test_delete_batch_deletes_each_live_receipt_in_order() -> None:
+    s, ds = receive_batch(queue("a", "b", "c"), 0.0, 3, 5.0)
+    stale = Receipt(0, "a", 7)
+    after, results = delete_batch(s, (ds[2].receipt, stale, ds[0].receipt))
+    s2 = checked(s, after)
+    assert results == (True, False, True)
+    assert status(s2, "a") is Status.DONE and status(s2, "c") is Status.DONE
+    assert s2.in_flight == ("b",) and s2.timers == ("b",) and s2.active == 1
+
+
+def test_delete_batch_with_a_repeated_receipt_is_false_the_second_time() -> None:
+    s, d = take(queue("a"))
+    after, results = delete_batch(s, (d.receipt, d.receipt))
+    assert results == (True, False) and status(after, "a") is Status.DONE
+
+
+def test_delete_batch_of_no_live_receipt_changes_nothing() -> None:
+    s, _ = take(queue("a"))
+    assert delete_batch(s, (Receipt(1, "a", 1), Receipt(0, "z", 1))) == (s, (False, False))
+
+
+@pytest.mark.parametrize(
+    ("receipts", "error", "message"),
+    [
+        ((), ValueError, r"^receipts must hold 1 to 10 entries, got 0$"),
+        ((Receipt(0, "a", 1),) * 11, ValueError, r"got 11$"),
+        (Receipt(0, "a", 1), TypeError, r"^receipts must be a list or tuple"),
+        ((Receipt(0, "a", 1), ("a", 1)), TypeError, r"^receipts\[1\] must be a Receipt"),
+    ],
+)
+def test_delete_batch_rejects_a_bad_batch_by_name(
+    receipts: object, error: type[Exception], message: str
+) -> None:
+    with pytest.raises(error, match=message):
+        delete_batch(queue("a"), receipts)  # type: ignore[arg-type]
+
+
+# -- change_visibility_batch --------------------------------------------------------------------
+
+
+def test_change_visibility_batch_applies_each_change_in_order() -> None:
+    s, ds = receive_batch(queue("a", "b", "c"), 0.0, 3, 5.0)
+    changes = ((ds[0].receipt, 0.0), (ds[1].receipt, 9.0), (Receipt(0, "a", 1), 3.0))
+    after, results = change_visibility_batch(s, changes, now=1.0)
+    s2 = checked(s, after, 1.0)
+    # a is released first, so the third change names a receipt that is no longer live.
+    assert results == (True, True, False)
+    assert s2.visible == ("a",) and deadline(s2, "b") == 10.0 and deadline(s2, "c") == 5.0
+    assert s2.timers == ("b", "c"), "b moved, keeping its place"
+
+
+def test_change_visibility_batch_releases_in_entry_order() -> None:
+    s, ds = receive_batch(queue("a", "b"), 0.0, 2, 5.0)
+    after, results = change_visibility_batch(s, ((ds[1].receipt, 0.0), (ds[0].receipt, 0.0)), 0.0)
+    assert results == (True, True) and after.visible == ("b", "a")
+
+
+@pytest.mark.parametrize(
+    ("changes", "error", "message"),
+    [
+        ((), ValueError, r"^changes must hold 1 to 10 entries, got 0$"),
+        (((Receipt(0, "a", 1), 1.0),) * 11, ValueError, r"got 11$"),
+        ((Receipt(0, "a", 1),), TypeError, r"^changes\[0\] must be a \(receipt, timeout\)"),
+        ((("a", 1.0),), TypeError, r"^changes\[0\]\.receipt must be a Receipt"),
+        (((Receipt(0, "a", 1), -1.0),), ValueError, r"^changes\[0\]\.timeout must be a finite"),
+        (((Receipt(0, "a", 1), None),), TypeError, r"^changes\[0\]\.timeout must be a number"),
+    ],
+)
+def test_change_visibility_batch_rejects_a_bad_batch_by_name(
+    changes: object, error: type[Exception], message: str
+) -> None:
+    s, _ = take(queue("a"))
+    with pytest.raises(error, match=message):
+        change_visibility_batch(s, changes, 0.0)  # type: ignore[arg-type]
+
+
+def test_a_bad_change_anywhere_changes_nothing() -> None:
+    s, d = take(queue("a"))
+    with pytest.raises(ValueError, match=r"changes\[1\]"):
+        change_visibility_batch(s, ((d.receipt, 0.0), (d.receipt, math.inf)), 0.0)
+    assert s.is_live(d.receipt)
+
+
+# -- purge --------------------------------------------------------------------------------------
+
+
+def test_purge_cancels_every_active_message_delayed_ones_too() -> None:
+    s, d = take(queue("a", "b", "c", max_receives=1))
+    s, _ = retry(s, d.receipt)  # a is dead
+    s, d = take(s)  # b in flight
+    s, _ = send(s, "x", "X", delay=5.0)
+    after, count = purge(s)
+    s2 = checked(s, after)
+    assert count == 3  # b in flight, c visible, x delayed
+    assert {m.id: m.status for m in s2.messages} == {
+        "a": Status.DEAD,
+        "b": Status.CANCELLED,
+        "c": Status.CANCELLED,
+        "x": Status.CANCELLED,
+    }
+    assert s2.visible == s2.in_flight == s2.delayed == s2.timers == () and s2.dead == ("a",)
+    assert not s2.is_live(d.receipt) and s2.active == 0 and visible_at(s2, "x") is None
+    assert attempt(s2, "b") == 1, "attempts are kept"
+    assert expire(s2, 10.0)[1] == ()
+
+
+def test_purge_frees_capacity_and_keeps_the_ids_reserved() -> None:
+    s, _ = purge(queue("a", "b", capacity=2))
+    assert s.active == 0
+    assert send(s, "a", "A") == (s, False)
+    assert send(s, "c", "C")[1]
+
+
+def test_purge_of_nothing_active_is_zero_and_changes_nothing() -> None:
+    s = initial()
+    assert purge(s) == (s, 0)
+    s, d = take(queue("a"))
+    s, _ = delete(s, d.receipt)
+    assert purge(s) == (s, 0)
+
+
+# -- bad arguments to send, and the queue's delay ------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "message"),
+    [
+        (dict(delay=-1.0), ValueError, r"^delay must be a finite number >= 0, got -1\.0$"),
+        (dict(delay=math.inf), ValueError, r"^delay must be a finite number"),
+        (dict(delay="1"), TypeError, r"^delay must be a number, got '1'$"),
+        (dict(now=-1.0), ValueError, r"^now must be a finite number"),
+    ],
+)
+def test_send_rejects_a_bad_delay_or_time(
+    kwargs: dict[str, object], error: type[Exception], message: str
+) -> None:
+    with pytest.raises(error, match=message):
+        send(initial(), "a", "A", **kwargs)  # type: ignore[arg-type]
+
+
+def test_a_bad_queue_delay_is_rejected_by_name() -> None:
+    with pytest.raises(ValueError, match=r"^delay must be a finite number >= 0, got -1$"):
+        Config(delay=-1)
+    with pytest.raises(TypeError, match=r"^delay must be a number, got True$"):
+        Config(delay=True)
