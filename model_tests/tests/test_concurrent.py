@@ -16,6 +16,12 @@ may release a due message between any two operations). The checker's verdict is 
 sizes below keep every history small enough (at most 30 operations, at most 16 concurrent)
 that the budget is never approached.
 
+The batches (issue 14) get programs of their own (:func:`batch_programs`): the same shape,
+with ``send_batch``, ``receive_batch``, ``delete_batch``, ``change_visibility_batch``, ``purge``
+and delayed sends among the operations. Each batch is recorded as ONE call, so the checker must
+find one point for the whole batch: a batch that let another thread in between its entries
+would record a result that no point explains.
+
 Select with ``pytest -k linearizab``.
 """
 
@@ -35,6 +41,7 @@ from hypothesis import strategies as st
 
 import spec
 from impl import DuplicateIdError, Empty, FakeClock, Full, Message, Queue, Receipt
+from impl import Entry as BatchEntry
 from model_tests.linearizability import (
     Entry,
     HistoryRecorder,
@@ -62,7 +69,9 @@ FORGED: Final = 6
 
 #: One operation of a program, as data: ``("send", id)``, ``("receive", vt)``,
 #: ``("delete" | "retry", ref)``, ``("change_visibility", ref, t)``, ``("cancel", id)``,
-#: ``("sweep",)``, ``("advance", dt)``.
+#: ``("sweep",)``, ``("advance", dt)``; and the batches': ``("send", id, delay)``,
+#: ``("send_batch", ids, delay)``, ``("receive_batch", n, vt)``, ``("delete_batch", refs)``,
+#: ``("change_visibility_batch", ((ref, t), ...))``, ``("purge",)``.
 Op: TypeAlias = tuple[Any, ...]
 
 
@@ -75,9 +84,10 @@ class Program:
     max_receives: int | None
     prefix: tuple[Op, ...]
     suffixes: tuple[tuple[Op, ...], ...]
+    delay: float = 0.0
 
     def config(self) -> spec.Config:
-        return spec.Config(capacity=self.capacity, max_receives=self.max_receives)
+        return spec.Config(capacity=self.capacity, max_receives=self.max_receives, delay=self.delay)
 
 
 ids = st.sampled_from(IDS)
@@ -89,6 +99,35 @@ ops: st.SearchStrategy[Op] = st.one_of(
     st.tuples(st.just("change_visibility"), refs, st.sampled_from(EXTENDS)),
     st.tuples(st.just("cancel"), ids),
     st.tuples(st.just("sweep")),
+)
+#: A send's delay: none, or one an advance of the program may reach.
+DELAYS: Final = (0.0, 1.0, 2.0)
+#: The batch programs send more ids than :data:`IDS`, so that a batch is not always refused.
+BATCH_IDS: Final = (*IDS, "d", "e", "f")
+batch_ids = st.sampled_from(BATCH_IDS)
+receive_batches: st.SearchStrategy[Op] = st.tuples(
+    st.just("receive_batch"), st.sampled_from((1, 2, 3, 3)), st.sampled_from(VTS)
+)
+# Distinct ids: a repeated one is a ValueError, an argument error, not a queue's answer.
+send_batches: st.SearchStrategy[Op] = st.tuples(
+    st.just("send_batch"),
+    st.lists(batch_ids, min_size=1, max_size=3, unique=True).map(tuple),
+    st.sampled_from(DELAYS),
+)
+#: The batches' operations; sends and receives twice as often as the rest (a purge empties
+#: the queue, so it is the rarest).
+batch_ops: st.SearchStrategy[Op] = st.one_of(
+    st.tuples(st.just("send"), batch_ids, st.sampled_from(DELAYS)),
+    send_batches,
+    send_batches,
+    receive_batches,
+    receive_batches,
+    st.tuples(st.just("delete_batch"), st.lists(refs, min_size=1, max_size=3).map(tuple)),
+    st.tuples(
+        st.just("change_visibility_batch"),
+        st.lists(st.tuples(refs, st.sampled_from(EXTENDS)), min_size=1, max_size=3).map(tuple),
+    ),
+    st.tuples(st.just("purge")),
 )
 
 
@@ -114,6 +153,34 @@ def programs(draw: st.DrawFn) -> Program:
         max_receives=draw(st.none() | st.integers(1, 2)),
         prefix=tuple(prefix),
         suffixes=tuple(tuple(s) for s in suffixes),
+    )
+
+
+@st.composite
+def batch_programs(draw: st.DrawFn) -> Program:
+    """A program as :func:`programs` draws it, with the batches among its operations (about
+    half of them), a queue default delay sometimes, and a capacity that a batch of three
+    distinct ids fits (a batch larger than the capacity is a ValueError, not a rejection)."""
+    mixed = st.one_of(ops, batch_ops, batch_ops)
+    sent = draw(st.lists(batch_ids, min_size=2, max_size=3, unique=True))
+    prefix: list[Op] = [("send_batch", tuple(sent), 0.0)]
+    # Receipts for the suffixes, and messages left visible for their receive batches.
+    prefix += [("receive_batch", 1, draw(st.sampled_from(VTS)))]
+    prefix += draw(
+        st.lists(st.one_of(mixed, st.tuples(st.just("advance"), st.sampled_from(DTS))), max_size=3)
+    )
+    suffixes = draw(st.lists(st.lists(mixed, min_size=1, max_size=3), min_size=2, max_size=4))
+    if draw(st.integers(0, 2)):
+        ticker = draw(st.integers(0, len(suffixes) - 1))
+        at = draw(st.integers(0, len(suffixes[ticker])))
+        suffixes[ticker].insert(at, ("advance", draw(st.sampled_from(DTS))))
+    return Program(
+        capacity=draw(st.none() | st.integers(3, 4)),
+        visibility_timeout=draw(st.sampled_from((None, 1.0, 2.0))),
+        max_receives=draw(st.none() | st.integers(1, 2)),
+        prefix=tuple(prefix),
+        suffixes=tuple(tuple(s) for s in suffixes),
+        delay=draw(st.sampled_from((0.0, 0.0, 1.0))),
     )
 
 
@@ -167,8 +234,32 @@ class _Runner:
         name, q, call = op[0], self.q, self.rec.call
         result: object = None
         try:
-            if name == "send":
+            if name == "send" and len(op) == 3:
+                result = call(
+                    thread, "send", q.send, op[1].upper(), id=op[1], delay=op[2], block=False
+                )
+            elif name == "send":
                 result = call(thread, "send", q.send, op[1].upper(), id=op[1], block=False)
+            elif name == "send_batch":
+                entries = [BatchEntry(id.upper(), id=id, delay=op[2]) for id in op[1]]
+                result = call(thread, name, q.send_batch, entries, block=False)
+            elif name == "receive_batch":
+                if op[2] == "default":
+                    ms = call(thread, name, q.receive_batch, op[1], block=False)
+                else:
+                    ms = call(
+                        thread, name, q.receive_batch, op[1], block=False, visibility_timeout=op[2]
+                    )
+                own.extend(ms)
+                result = ms
+            elif name == "delete_batch":
+                receipts = [self._receipt(ref, own) for ref in op[1]]
+                result = call(thread, name, q.delete_batch, receipts)
+            elif name == "change_visibility_batch":
+                changes = [(self._receipt(ref, own), t) for ref, t in op[1]]
+                result = call(thread, name, q.change_visibility_batch, changes)
+            elif name == "purge":
+                result = call(thread, name, q.purge)
             elif name == "receive":
                 if op[1] == "default":
                     m = call(thread, "receive", q.receive, block=False)
@@ -205,6 +296,7 @@ def run_program(program: Program, queue_class: type[Queue[str]] = Queue) -> Run:
         capacity=program.capacity,
         visibility_timeout=program.visibility_timeout,
         max_receives=program.max_receives,
+        delay=program.delay,
         clock=clock,
     )
     rec = HistoryRecorder(QueueAdapter(visibility_timeout=program.visibility_timeout))
@@ -241,7 +333,7 @@ def run_program(program: Program, queue_class: type[Queue[str]] = Queue) -> Run:
         # Epilogue: apply what is due, then take every visible message, so a message lost or
         # duplicated by the concurrent phase shows up in the results.
         runner.run("main", ("sweep",), [])
-        for _ in range(len(IDS) + 1):
+        for _ in range(len(BATCH_IDS) + 1):
             runner.run("main", ("receive", None), [])
     finally:
         q.close()
@@ -304,6 +396,84 @@ def test_linearizability_runs_reach_the_interesting_cases() -> None:
         "overlapping calls",
     ):
         assert seen[what] >= 1, f"never: {what!r} in {dict(seen)}"
+
+
+@settings(CONCURRENT, max_examples=100)
+@given(batch_programs())
+def test_concurrent_histories_with_batches_are_linearizable(program: Program) -> None:
+    run = run_program(program)
+    assert isinstance(run.verdict, Linearizable), format_history(run.history, run.verdict)
+
+
+def test_linearizability_runs_with_batches_reach_the_interesting_cases() -> None:
+    """The batch programs do race batches against other calls, and the batches do act."""
+    seen: Counter[str] = Counter()
+
+    @settings(CONCURRENT, max_examples=80)
+    @given(batch_programs())
+    def collect(program: Program) -> None:
+        run = run_program(program)
+        assert isinstance(run.verdict, Linearizable)
+        for thread, name, result in run.results:
+            if thread == "main":
+                continue
+            if name == "send_batch":
+                seen[f"send_batch {'accepted' if isinstance(result, list) else 'rejected'}"] += 1
+            if name == "receive_batch" and isinstance(result, list) and len(result) > 1:
+                seen["receive_batch of several"] += 1
+            if name in ("delete_batch", "change_visibility_batch") and isinstance(result, list):
+                seen[f"{name} acted"] += any(result)
+            if name == "purge" and isinstance(result, int) and result > 0:
+                seen["purge"] += 1
+        batches = {n for n in ("send_batch", "receive_batch", "delete_batch", "purge")}
+        calls = [e for e in run.history if e.thread != "main" and e.ret is not None]
+        for a in calls:
+            for b in calls:
+                assert a.ret is not None and b.ret is not None
+                overlap = a is not b and a.call < b.ret and b.call < a.ret
+                if overlap and a.op.name in batches and b.op.name not in batches:
+                    seen["a batch overlapping a single call"] += 1
+        if any(isinstance(s, SweeperStep) for s in run.verdict.order):
+            seen["background sweeper step"] += 1
+
+    collect()
+    for what in (
+        "send_batch accepted",
+        "send_batch rejected",
+        "receive_batch of several",
+        "delete_batch acted",
+        "change_visibility_batch acted",
+        "purge",
+        "a batch overlapping a single call",
+        "background sweeper step",
+    ):
+        assert seen[what] >= 1, f"never: {what!r} in {dict(seen)}"
+
+
+def test_linearizability_of_a_receive_batch_racing_receives() -> None:
+    """Hand-written: one thread takes a batch of two while two others receive one each, from
+    three visible messages; whatever the interleaving, the batch's two are consecutive in FIFO
+    order (a, b or b, c) and the three deliveries are the three messages once each."""
+    program = Program(
+        capacity=None,
+        visibility_timeout=None,
+        max_receives=None,
+        prefix=(("send_batch", ("a", "b", "c"), 0.0),),
+        suffixes=(
+            (("receive_batch", 2, "default"),),
+            (("receive", "default"),),
+            (("receive", "default"),),
+        ),
+    )
+    run = run_program(program)
+    assert isinstance(run.verdict, Linearizable), format_history(run.history, run.verdict)
+    (batch,) = [r for t, n, r in run.results if n == "receive_batch"]
+    assert isinstance(batch, list)
+    got = [m.id for m in batch]
+    # Before both receives, between them, or after both: never a split like a, c.
+    assert got in (["a", "b"], ["b", "c"], ["c"]), got
+    singles = [r.id for t, n, r in run.results if isinstance(r, Message) and t != "main"]
+    assert sorted(got + singles) == ["a", "b", "c"]
 
 
 @pytest.mark.parametrize("threads", [2, 4])
