@@ -1,6 +1,7 @@
 """Tests of the linearizability checker (model_tests/linearizability.py).
 
-Hand-made histories with known answers, randomized histories whose answer is known by
+Hand-made histories with known answers (a batch, issue 14, is one operation: interleaved with
+single calls it is checked, split it is rejected), randomized histories whose answer is known by
 construction (a real sequential run of the spec, its intervals widened), an independent
 brute-force checker over all orders for small histories, and the recorder driven by real
 threads against a small lock-protected spec-backed queue.
@@ -17,6 +18,11 @@ from dataclasses import dataclass, replace
 
 import pytest
 
+from impl import Empty as ImplEmpty
+from impl import Entry as ImplEntry
+from impl import FakeClock
+from impl import Full as ImplFull
+from impl import Queue as ImplQueue
 from model_tests.linearizability import (
     Call,
     Entry,
@@ -665,3 +671,138 @@ def test_linearizability_format_history_draws_threads_and_verdict() -> None:
     assert "NOT LINEARIZABLE" in window_only and "[#3" in window_only
     ok = check(h[:2])
     assert "LINEARIZABLE, for example in this order: #1 #2" in format_history(h[:2], ok)
+
+
+# ---------------------------------------------------------------------------------------------
+# Batches (issue 14): a batch is ONE operation
+# ---------------------------------------------------------------------------------------------
+
+ABC = (("a", "A", None), ("b", "B", None), ("c", "C", None))
+
+
+def test_linearizable_batch_interleaved_with_singles() -> None:
+    """t1's receive_batch overlaps t2's receive and delete_batch: the order t2 receive, t1
+    batch, t2 delete_batch explains every result (the batch takes the two heads left)."""
+    h = [
+        E("p", 0, 1, "send_batch", ABC, result=True),
+        E("t1", 2, 10, "receive_batch", 2, None, result=(("b", "B", 1), ("c", "C", 1))),
+        E("t2", 3, 5, "receive", None, result=("a", "A", 1)),
+        E("t2", 6, 8, "delete_batch", (("a", 1), ("b", 1), ("a", 1)), result=(True, True, False)),
+        E("t3", 7, 9, "send", "d", "D", result=True),
+    ]
+    v = check(h)
+    assert isinstance(v, Linearizable), format_history(h, v)
+    order = [s for s in v.order if isinstance(s, Entry)]
+    assert order.index(h[2]) < order.index(h[1]) < order.index(h[3])
+    assert replays(h, v.order, initial_state())
+
+
+def test_not_linearizable_split_receive_batch() -> None:
+    """A receive_batch that dropped the lock between its messages: t2's receive took b in
+    between, so t1's batch got a and c. No single point of the batch explains it."""
+    h = [
+        E("p", 0, 1, "send_batch", ABC, result=True),
+        E("t1", 2, 10, "receive_batch", 2, None, result=(("a", "A", 1), ("c", "C", 1))),
+        E("t2", 3, 5, "receive", None, result=("b", "B", 1)),
+    ]
+    v = check(h)
+    assert isinstance(v, NotLinearizable), format_history(h, v)
+    # Already when t2 returns: b is the second message, and a pending whole batch would have
+    # taken it (or nothing yet, leaving a for t2).
+    assert v.culprit == h[2]
+    # The same results from a batch and a receive that did not overlap: also rejected.
+    sequential_h = [h[0], replace(h[2], call=2, ret=3), replace(h[1], call=4, ret=5)]
+    assert isinstance(check(sequential_h), NotLinearizable)
+
+
+def test_send_batch_is_all_or_none_for_the_checker() -> None:
+    """A rejected batch reserves no id and takes no room; a batch that took only its first
+    entry is no behaviour of the spec."""
+    cap2 = Config(capacity=2)
+    rejected = [
+        E("t1", 0, 4, "send_batch", (("a", "A", None), ("b", "B", None)), result=False),
+        E("t2", 1, 2, "send", "c", "C", result=True),
+    ]
+    assert isinstance(check(rejected, cap2), Linearizable)  # c went first: no room for two
+    alone = [rejected[0]]
+    assert isinstance(check(alone, cap2), NotLinearizable)  # room for both: must accept
+    prefix_taken = [
+        *alone,
+        E("t2", 5, 6, "receive", None, result=("a", "A", 1)),
+    ]
+    assert isinstance(check(prefix_taken, Config(capacity=1)), NotLinearizable)
+    resend = [
+        E("t1", 0, 1, "send_batch", (("a", "A", None), ("a", "X", None)), result=False),
+        E("t1", 2, 3, "send", "a", "A", result=True),
+    ]
+    assert isinstance(check(resend), Linearizable)  # the rejected batch reserved nothing
+
+
+def test_linearizability_of_delays_and_purge() -> None:
+    """A delayed message is not received before its delay fires, which only a sweep (here the
+    background sweeper, after the clock reaches visible_at) does; purge counts the delayed."""
+    sent = [
+        E("p", 0, 1, "send", "a", "A", 1.0, result=True),
+        E("p", 2, 3, "send", "b", "B", 0.0, result=True),
+    ]
+    too_early = [*sent, E("c", 4, 5, "receive", None, result=("a", "A", 1))]
+    assert isinstance(check(too_early, sweeper=True), NotLinearizable)
+    fired = [
+        *sent,
+        E("c", 4, 5, "receive", None, result=("b", "B", 1)),
+        E("clock", 6, 7, "advance", 1.0),
+        E("c", 8, 9, "receive", None, result=("a", "A", 1)),
+    ]
+    v = check(fired, sweeper=True)
+    assert isinstance(v, Linearizable), format_history(fired, v)
+    assert SweeperStep("a") in v.order
+    assert not check(fired)  # without a sweeper nothing fires the delay
+    purged = [*sent, E("c", 4, 5, "purge", result=2), E("c", 6, 7, "receive", None)]
+    assert isinstance(check(purged), Linearizable)
+    assert isinstance(check([*sent, E("c", 4, 5, "purge", result=1)]), NotLinearizable)
+
+
+def test_linearizability_check_rejects_bad_batch_operations() -> None:
+    for bad in (
+        Operation("send_batch", ((),)),
+        Operation("send_batch", ((("a", "A"),),)),
+        Operation("receive_batch", (0, None)),
+        Operation("receive_batch", (11, None)),
+        Operation("delete_batch", ((("a", "1"),),)),
+        Operation("change_visibility_batch", ((("a", 1, -1.0),),)),
+        Operation("send", ("a", "A", -1.0)),
+    ):
+        with pytest.raises((TypeError, ValueError)):
+            check([Entry("t", bad, 0, 1)])
+
+
+def test_linearizability_adapter_maps_the_batch_calls_of_impl_queue() -> None:
+    """Calls on a real impl.Queue, recorded and adapted: each batch is one operation with the
+    model's arguments (receipts as (id, attempt)) and the whole batch's result."""
+    clock = FakeClock()
+    rec = HistoryRecorder(QueueAdapter(visibility_timeout=5.0))
+    with ImplQueue[str](capacity=4, visibility_timeout=5.0, delay=0.0, clock=clock) as q:
+        entries = [ImplEntry("A", id="a"), ImplEntry("B"), ImplEntry("C", id="c", delay=1.0)]
+        ids = rec.call("t", "send_batch", q.send_batch, entries)
+        rec.call("t", "send", q.send, "D", id="d", delay=2.0)
+        ms = rec.call("t", "receive_batch", q.receive_batch, 3, visibility_timeout=2.0)
+        with pytest.raises(ImplEmpty):
+            rec.call("t", "receive_batch", q.receive_batch, block=False)
+        with pytest.raises(ImplFull):
+            rec.call("t", "send_batch", q.send_batch, [ImplEntry("E")], block=False)
+        rec.call("t", "delete_batch", q.delete_batch, [ms[0].receipt, ms[0].receipt])
+        rec.call("t", "change_visibility_batch", q.change_visibility_batch, [(ms[1].receipt, 0)])
+        rec.call("t", "purge", q.purge)
+    b = ids[1]
+    assert [e.op for e in rec.history()] == [
+        Operation("send_batch", ((("a", "A", None), (b, "B", None), ("c", "C", 1.0)),), True),
+        Operation("send", ("d", "D", 2.0), True),
+        Operation("receive_batch", (3, 2.0), (("a", "A", 1), (b, "B", 1))),
+        Operation("receive_batch", (10, 5.0), ()),
+        Operation("send_batch", ((("?0", "E", None),),), False),
+        Operation("delete_batch", ((("a", 1), ("a", 1)),), (True, False)),
+        Operation("change_visibility_batch", (((b, 1, 0),),), (True,)),
+        Operation("purge", (), 3),
+    ]
+    v = check(rec.history(), Config(capacity=4))
+    assert isinstance(v, Linearizable), format_history(rec.history(), v)
