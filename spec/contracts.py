@@ -5,7 +5,7 @@ Each ``*_contract`` function is one condition in CrossHair's ``asserts`` style: 
 all inputs meeting them. CrossHair explores the inputs symbolically; pytest
 (``tests/test_spec_crosshair.py``) calls the same functions on concrete examples.
 
-Run it (a bounded search: at most 15 CPU seconds per contract, about 1 m 45 s in all)::
+Run it (a bounded search: at most 15 CPU seconds per contract, about 3 minutes in all)::
 
     crosshair check --analysis_kind=asserts --per_condition_timeout=15 spec/contracts.py
 
