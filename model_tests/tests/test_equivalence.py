@@ -6,8 +6,8 @@ with a ``lastAction`` label) and :func:`spec.explore.explore` builds the explore
 ``tla/graph.py`` documents. A failure prints the first differing states or edges.
 
 The last tests make sure the comparison can fail: a graph with an edge missing, relabelled or
-a node too many, and an explorer whose ``retry`` lets the message jump back to the head of the
-FIFO, are all reported.
+a node too many, an explorer whose ``retry`` lets the message jump back to the head of the
+FIFO, and one whose ``purge`` misses delayed messages, are all reported.
 """
 
 from __future__ import annotations
@@ -19,15 +19,18 @@ import pytest
 
 from spec.explore import Bounds, Graph, explore
 from spec.operations import REGISTRY
-from spec.state import Receipt, State
-from spec.transitions import release
+from spec.state import Receipt, State, Status
+from spec.transitions import purge, release
 from tla.graph import TlcGraph, differences, tlc_graph
 
 pytestmark = pytest.mark.skipif(shutil.which("java") is None, reason="java is not installed")
 
 #: Bound sets checked both ways. Between them: dead-lettering and change_visibility (with the
 #: t = 0 release), deliveries that never expire, unbounded capacity, timeout 0 (a delivery due
-#: at once), equal deadlines expiring together (ties broken by receive order).
+#: at once), equal deadlines expiring together (ties broken by receive order); and with batches
+#: (every batch operation of two entries, purge) and delays: a delay and a deadline due at the
+#: same time (one timer order), send batches refused whole for want of room, delays of 1 and 2
+#: firing around deliveries that dead-letter.
 BOUNDS = {
     "dead-letters-and-extends": Bounds(
         ids=("a", "b"),
@@ -54,6 +57,28 @@ BOUNDS = {
         visibility_timeouts=(0, 1),
         extend_timeouts=(1,),
         max_time=1,
+    ),
+    "batches-and-delays": Bounds(
+        ids=("a", "b", "c"),
+        capacity=2,
+        max_receives=2,
+        max_attempt=2,
+        visibility_timeouts=(1, None),
+        extend_timeouts=(0, 2),
+        max_time=1,
+        batch=2,
+        delays=(0, 1),
+    ),
+    "delays-and-dead-letters": Bounds(
+        ids=("a", "b"),
+        capacity=2,
+        max_receives=1,
+        max_attempt=1,
+        visibility_timeouts=(1,),
+        extend_timeouts=(1,),
+        max_time=2,
+        batch=2,
+        delays=(0, 1, 2),
     ),
 }
 
@@ -125,3 +150,24 @@ def test_equivalence_check_catches_a_retry_that_jumps_the_queue() -> None:
     )
     diff = differences(graph, tlc("dead-letters-and-extends").dot)
     assert any("only in the explorer" in d for d in diff), diff
+
+
+def test_equivalence_check_catches_a_purge_that_misses_delayed_messages() -> None:
+    """Mutant of issue 14: purge cancels the visible and in-flight messages, not the delayed."""
+
+    def purge_but_delayed(state: State) -> tuple[State, int]:
+        kept = tuple(m for m in state.messages if m.status is Status.DELAYED)
+        rest = replace(
+            state, delayed=(), timers=tuple(i for i in state.timers if i in state.in_flight)
+        )
+        after, n = purge(replace(rest, messages=tuple(m for m in state.messages if m not in kept)))
+        timers = tuple(i for i in state.timers if i in state.delayed)
+        messages = tuple(sorted((*after.messages, *kept), key=lambda m: m.id))
+        return replace(after, messages=messages, delayed=state.delayed, timers=timers), n
+
+    broken = REGISTRY.replacing("purge", function=purge_but_delayed)
+    graph = explore(
+        BOUNDS["delays-and-dead-letters"], stop_at_first_violation=False, registry=broken
+    )
+    diff = differences(graph, tlc("delays-and-dead-letters").dot)
+    assert any("--Purge-->" in d and "only in the explorer" in d for d in diff), diff
