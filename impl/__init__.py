@@ -15,13 +15,14 @@ seed, a thin adapter over the same engine.
 from impl.clock import Clock, FakeClock, MonotonicClock
 from impl.errors import DuplicateIdError, Empty, Full, ShutDown
 from impl.jobqueue import Job, JobQueue
-from impl.message import Health, Message, Receipt, Snapshot, SnapshotMessage, Stats
+from impl.message import Entry, Health, Message, Receipt, Snapshot, SnapshotMessage, Stats
 from impl.queue import Queue, TraceStep
 
 __all__ = [
     "Clock",
     "DuplicateIdError",
     "Empty",
+    "Entry",
     "FakeClock",
     "Full",
     "Health",

@@ -1,4 +1,5 @@
-"""The values the threaded queue hands out: receipts, messages, stats and snapshots.
+"""The values the threaded queue takes and hands out: batch entries, receipts, messages, stats
+and snapshots.
 
 All are frozen dataclasses: a caller holding one can never change the queue through it, and a
 value read under the queue's lock stays true to the instant it was taken.
@@ -6,10 +7,29 @@ value read under the queue's lock stays true to the instant it was taken.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 from typing import Generic, TypeVar
 
 T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class Entry(Generic[T]):
+    """One message of a ``send_batch``: its body and, optionally, its id and delay.
+
+    ``id``: ``None`` asks for a fresh generated id; ``delay``: seconds before it becomes visible,
+    ``None`` meaning the queue's default. ``group`` and ``dedup_id`` belong to FIFO queues (the
+    contract's section 2b) and are refused by a standard queue. Nothing is checked here:
+    ``send_batch`` checks every entry before it changes anything, naming the entry's index
+    (``entries[3].id must ...``).
+    """
+
+    body: T
+    _: KW_ONLY
+    id: str | None = None
+    delay: float | None = None
+    group: str | None = None
+    dedup_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,23 +74,30 @@ class Message(Generic[T]):
 
 @dataclass(frozen=True, slots=True)
 class Stats:
-    """How many messages are in each state, counted in one atomic step."""
+    """How many messages are in each state, counted in one atomic step.
+
+    ``delayed`` comes last (with a default) so that values built before delays existed still
+    compare equal.
+    """
 
     visible: int
     in_flight: int
     done: int
     cancelled: int
     dead: int
+    delayed: int = 0
 
 
 @dataclass(frozen=True, slots=True)
 class SnapshotMessage(Generic[T]):
-    """A message inside a :class:`Snapshot`; ``deadline`` is ``None`` unless in flight with one."""
+    """A message inside a :class:`Snapshot`; ``deadline`` is ``None`` unless in flight with one,
+    ``visible_at`` is ``None`` unless delayed."""
 
     id: str
     body: T
     attempt: int
     deadline: float | None
+    visible_at: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,7 +107,8 @@ class Snapshot(Generic[T]):
     ``visible``   head first, in the order each message (re-)entered;
     ``in_flight`` in the order of their current delivery (receive order);
     ``dead``      in the order they died;
-    ``done`` and ``cancelled`` as sets of ids (their bodies are no longer kept).
+    ``done`` and ``cancelled`` as sets of ids (their bodies are no longer kept);
+    ``delayed``   in the order they were sent, each with its ``visible_at``.
     """
 
     visible: tuple[SnapshotMessage[T], ...]
@@ -88,6 +116,7 @@ class Snapshot(Generic[T]):
     dead: tuple[SnapshotMessage[T], ...]
     done: frozenset[str]
     cancelled: frozenset[str]
+    delayed: tuple[SnapshotMessage[T], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,10 +1,12 @@
 """The threaded queue with SQS semantics: ``impl.Queue``, shaped after CPython's ``queue.Queue``.
 
 One lock (``mutex``) guards all state; three named conditions share it. Each transition of the
-contract (section 2) is one critical section that does exactly what ``spec.transitions`` does to
-the pure state, then notifies every condition whose waiters it may have enabled. Time comes only
-from the injected clock; expiry is applied by :meth:`Queue.sweep`, which a lazily started sweeper
-thread runs whenever the earliest deadline comes due. Nothing here sleeps or polls.
+contract (section 2), batches included, is one critical section that does exactly what
+``spec.transitions`` does to the pure state, then notifies every condition whose waiters it may
+have enabled. Time comes only from the injected clock. Two kinds of timer, a delayed message's
+``visible_at`` and a delivery's deadline, share one heap ordered by (due time, the order the
+timers were started); :meth:`Queue.sweep` fires what is due, and a lazily started sweeper thread
+runs it whenever the earliest timer comes due. Nothing here sleeps or polls.
 
 Failure model (docs/failure-model.md): every transition first does all that can raise (argument
 checks, reading the clock, calling the trace sink, starting the sweeper thread), then commits
@@ -31,13 +33,13 @@ import threading
 import warnings
 import weakref
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from types import TracebackType
 from typing import Any, Final, Generic, Literal, TypeVar
 
 from impl.clock import Clock, MonotonicClock, check_clock
 from impl.errors import DuplicateIdError, Empty, Full, ShutDown
-from impl.message import Health, Message, Receipt, Snapshot, SnapshotMessage, Stats
+from impl.message import Entry, Health, Message, Receipt, Snapshot, SnapshotMessage, Stats
 from impl.validate import (
     check_bool,
     check_callable,
@@ -70,9 +72,15 @@ log = logging.getLogger("impl.queue")
 #: One recorded transition, ``(action, args, result, now)``: see :meth:`Queue.record_trace`.
 TraceStep = tuple[str, tuple[object, ...], object, float]
 
-#: An expiry heap entry: (deadline, receive sequence, id, attempt). Ordered by deadline, then by
-#: receive order, which is exactly the order in which the contract's ``expire`` releases.
+#: A timer heap entry: (due time, timer sequence, id, attempt). A delivery's deadline has the
+#: delivery's attempt (>= 1); a delayed message's ``visible_at`` has attempt 0. Ordered by due
+#: time, then by the order the timers were started (one counter for both kinds), which is
+#: exactly the order in which the contract's ``expire`` fires them.
 _Entry = tuple[float, int, str, int]
+
+#: The most entries, receipts or changes in one batch, and the most messages a receive_batch
+#: asks for (SQS's limit).
+MAX_BATCH: Final = 10
 
 
 class _SweeperLink:
@@ -184,11 +192,14 @@ class Record(Generic[T]):
     something a caller of the queue ever sees (it gets :class:`Message` and snapshots).
     """
 
-    __slots__ = ("attempt", "body", "deadline", "id", "receipt", "seq")
+    __slots__ = ("attempt", "body", "deadline", "id", "receipt", "seq", "visible_at")
 
     #: The receipt of the current (or last) delivery, made by ``Queue._receipt`` when it is
     #: delivered: while in flight, the live receipt. Unset before the first delivery.
     receipt: Receipt
+    #: When a delayed message becomes visible: set by a delayed send (and read only while the
+    #: message is delayed); unset for a message sent without a delay.
+    visible_at: float
 
     def __init__(self, id: str, body: T) -> None:
         self.id = id
@@ -196,20 +207,29 @@ class Record(Generic[T]):
         self.attempt = 0
         #: Set only while in flight with a finite visibility timeout.
         self.deadline: float | None = None
-        #: The receive sequence number of the current (or last) delivery; 0 before the first.
+        #: The sequence number of its current (or last) timer: the delay of a delayed send, or
+        #: the deadline of a delivery (one counter for both); 0 before either.
         self.seq = 0
 
     def snapshot(self) -> SnapshotMessage[T]:
         return SnapshotMessage(self.id, self.body, self.attempt, self.deadline)
 
+    def delayed_snapshot(self) -> SnapshotMessage[T]:
+        """As :meth:`snapshot`, for a delayed message: with its ``visible_at``."""
+        return SnapshotMessage(self.id, self.body, self.attempt, None, self.visible_at)
+
 
 class Queue(Generic[T]):
     """An in-memory, thread-safe queue with SQS semantics: visibility timeouts, at-least-once.
 
-    ``send`` appends to a FIFO of visible messages; ``receive`` hands out the head and hides it
-    for a visibility timeout instead of removing it; ``delete`` with the delivery's receipt
-    removes it for good. A delivery not deleted in time is redelivered with ``attempt + 1``
-    (or dead-lettered after ``max_receives`` deliveries), so a consumer must be idempotent.
+    ``send`` appends to a FIFO of visible messages (or, with a delay, holds the message until
+    its ``visible_at`` and then appends it); ``receive`` hands out the head and hides it for a
+    visibility timeout instead of removing it; ``delete`` with the delivery's receipt removes it
+    for good. A delivery not deleted in time is redelivered with ``attempt + 1`` (or
+    dead-lettered after ``max_receives`` deliveries), so a consumer must be idempotent. The
+    batch methods (``send_batch``, ``receive_batch``, ``delete_batch``,
+    ``change_visibility_batch``) do up to ten of those in one critical section; ``purge``
+    cancels every active message at once.
 
     Shared state, all guarded by ``mutex``, and its invariants (checked by ``_check`` and by the
     model-based tests against ``spec``):
@@ -217,26 +237,35 @@ class Queue(Generic[T]):
     - ``_visible``: id -> record of each ``VISIBLE`` message, in FIFO order (head first); an
       ordered dict, so ``cancel`` removes from the middle in O(1) and keeps the rest in order.
     - ``_in_flight``: id -> record of each ``IN_FLIGHT`` message, in receive order.
+    - ``_delayed``: id -> record of each ``DELAYED`` message, in send order; each has its
+      ``visible_at``, and ``_expiry`` holds its entry ``(visible_at, seq, id, 0)``.
     - ``_dead`` (records, in order of death), ``_done`` and ``_cancelled`` (ids): terminal.
-    - ``_accepted``: every id ever accepted. ``OneState``: it is the disjoint union of the five
+    - ``_accepted``: every id ever accepted. ``OneState``: it is the disjoint union of the six
       groups above; ``IdsReserved``: ids are only ever added to it.
-    - ``CapacityBound``: ``len(_visible) + len(_in_flight) <= capacity``.
+    - ``CapacityBound``: ``len(_delayed) + len(_visible) + len(_in_flight) <= capacity``.
     - ``OneLiveReceipt``: the live receipt of a message is its in-flight record's ``receipt``,
       ``(token, id, attempt)``, made when it was delivered; so there is at most one, and it
       carries the current attempt.
     - A record has a ``deadline`` iff it is in flight with a finite visibility timeout, and then
-      ``_expiry`` holds the entry ``(deadline, seq, id, attempt)``. ``_expiry`` is a heap that
-      may also hold stale entries (deleted, released or re-armed deliveries); an entry counts
-      only while it matches the in-flight record exactly, so stale ones are skipped when popped.
+      ``_expiry`` holds the entry ``(deadline, seq, id, attempt)``. ``_expiry`` is one heap for
+      both kinds of timer (``DelayHonoured``, and the contract's one timer order: by due time,
+      ties by ``seq``, the order the timers were started). It may also hold stale entries
+      (deleted, released, re-armed, cancelled or purged); a deadline entry counts only while it
+      matches the in-flight record exactly, a delay entry (attempt 0) only while its message is
+      delayed, so stale ones are skipped when popped.
     - After ``shutdown()`` no message is accepted; after ``close()`` no sweeper thread runs.
 
     Waking: each transition notifies one waiter per unit of what it made available (a visible
     message, a free slot), which is enough because a woken waiter re-checks its predicate first
     and so takes what it was woken for, or, if it leaves without it (a sender whose id was taken
-    meanwhile), passes the notify on. Shutdown notifies everyone.
+    meanwhile), passes the notify on. One exception: while a ``send_batch`` waits for room for
+    all its entries, a freed slot wakes every sender on ``not_full`` (a single notify could
+    reach the batch, which cannot use one slot, while a single send that could sleeps on; and
+    a batch passing it on could pass it to another batch, round and round). A delay firing is
+    one message made visible: one ``not_empty`` notify. Shutdown notifies everyone.
 
-    Threads: the first finite deadline starts one daemon sweeper thread; a queue whose
-    deliveries never expire never starts one. The sweeper holds only a weak reference to the
+    Threads: the first timer (a finite deadline or a delay) starts one daemon sweeper thread;
+    a queue with neither never starts one. The sweeper holds only a weak reference to the
     queue: a queue nobody references is collected and its sweeper ends (with a
     ``ResourceWarning`` if it still held active messages). Close the queue (or use ``with``)
     when done with it; ``close()`` joins the thread.
@@ -263,19 +292,30 @@ class Queue(Generic[T]):
 
     - ``_wait_for_visible(block, wait)``: receive's wait, until something is visible.
     - ``_deliver(deadline)``: receive's step: the head becomes in flight, attempt + 1, deadline.
+    - ``_deliver_batch(n, deadline)``: receive_batch's step: ``_deliver`` the first min(n,
+      visible) messages, with the lock held throughout.
     - ``_receipt(rec)``: make the receipt of ``rec``'s delivery, which becomes the live one.
     - ``_live(receipt)``: the in-flight record ``receipt`` names, if it is live.
     - ``_to_delete(receipt)``: the record a delete acts on: the live one.
+    - ``_to_delete_batch(receipts)``: delete_batch's guard: ``_to_delete`` for each receipt,
+      as if the earlier ones of the batch had been applied.
     - ``_delete(rec)``, ``_retry(rec)``: the steps of delete and retry.
     - ``_extend(rec, t, now)``: change_visibility's step for ``t > 0``: deadline now + ``t``.
-    - ``_remove(id)``: cancel's step: take an active message out of visible or in flight.
+    - ``_remove(id)``: cancel's step: take an active message out of delayed, visible or in
+      flight.
+    - ``_purge()``: purge's step: every active message cancelled, every timer dropped.
     - ``_release(rec)``: dead-letter (if ``_dies(rec)``) or append to the visible tail.
     - ``_dies(rec)``: the dead-letter policy, asked at each release.
-    - ``_arm(rec)``: put a deadline where the sweeper looks, and wake or start the sweeper.
-    - ``_expire(now)``: the sweep: collect what is due, trace it, then fold ``_expire_one``.
+    - ``_arm(rec)``: put a deadline where the sweeper looks, and wake the sweeper.
+    - ``_arm_delay(rec)``: put a delayed message's ``visible_at`` where the sweeper looks.
+    - ``_expire(now)``: the sweep: collect every due timer, trace it, then fire each by
+      ``_expire_one`` (a deadline) or ``_fire_delay`` (a delay).
     - ``_expire_one(rec, now)``: expiry's step for one due delivery: release it, notify.
-    - ``_next_deadline()``: the deadline the sweeper sleeps until next.
+    - ``_fire_delay(rec)``: a due delay's step: the message joins the visible tail, notify.
+    - ``_next_deadline()``: the due time the sweeper sleeps until next (of either kind).
     - ``_has_room()``: ``CapacityBound``'s test, for send.
+    - ``_accepts(n)``: ``CapacityBound``'s test for a send_batch of ``n``: how many of its
+      entries may be accepted now (all or none).
     - ``_notify(cond)`` and ``_wait(cond, deadline)``: every wakeup and every wait.
     """
 
@@ -284,18 +324,22 @@ class Queue(Generic[T]):
         capacity: int | None = None,
         visibility_timeout: float | None = 30.0,
         max_receives: int | None = None,
+        delay: float = 0.0,
         clock: Clock | None = None,
     ) -> None:
         """Make an empty queue, or raise ``TypeError``/``ValueError`` naming the bad argument.
 
-        ``capacity``: bound on active (visible + in-flight) messages; ``None`` is unbounded and
-        0 accepts nothing. ``visibility_timeout``: seconds a delivery stays hidden; ``None``
-        means deliveries never expire. ``max_receives``: a release after this many deliveries
-        dead-letters the message; ``None`` never does. ``clock``: defaults to the real clock.
+        ``capacity``: bound on active (delayed + visible + in-flight) messages; ``None`` is
+        unbounded and 0 accepts nothing. ``visibility_timeout``: seconds a delivery stays
+        hidden; ``None`` means deliveries never expire. ``max_receives``: a release after this
+        many deliveries dead-letters the message; ``None`` never does. ``delay``: seconds a sent
+        message stays delayed unless its send says otherwise (0: visible at once). ``clock``:
+        defaults to the real clock.
         """
         self._capacity = check_optional_int("capacity", capacity, 0)
         self._visibility_timeout = check_optional_time("visibility_timeout", visibility_timeout)
         self._max_receives = check_optional_int("max_receives", max_receives, 1)
+        self._delay = check_time("delay", delay)
         self._clock: Clock = MonotonicClock() if clock is None else check_clock("clock", clock)
         with _tokens_lock:
             self._token = next(_tokens)
@@ -322,12 +366,16 @@ class Queue(Generic[T]):
 
         self._visible: OrderedDict[str, Record[T]] = OrderedDict()
         self._in_flight: dict[str, Record[T]] = {}
+        self._delayed: dict[str, Record[T]] = {}
         self._dead: list[Record[T]] = []
         self._done: set[str] = set()
         self._cancelled: set[str] = set()
         self._accepted: set[str] = set()
         self._expiry: list[_Entry] = []
-        self._receives = 0
+        # Timers started so far (delayed sends and deliveries): the ``seq`` of the next one.
+        self._timers = 0
+        # How many send_batch calls wait on not_full (see "Waking" above, and _notify).
+        self._batch_senders = 0
         self._ids = itertools.count(1)  # for generated ids
         self._shutdown = False
         self._closed = False
@@ -365,6 +413,11 @@ class Queue(Generic[T]):
     def max_receives(self) -> int | None:
         return self._max_receives
 
+    @property
+    def delay(self) -> float:
+        """The delay of a send that gives none, in seconds."""
+        return self._delay
+
     # -- the transitions ----------------------------------------------------------------------
 
     def send(
@@ -372,13 +425,16 @@ class Queue(Generic[T]):
         body: T,
         *,
         id: str | None = None,
+        delay: float | None = None,
         block: bool = True,
         timeout: float | None = None,
     ) -> str:
         """Append a message to the tail of the visible FIFO and return its id.
 
         ``id`` must be new to this queue; ``None`` asks for a fresh generated id (a ``str``
-        subclass is stored as a plain ``str``). When the queue is full, wait for room
+        subclass is stored as a plain ``str``). ``delay`` (``None``: the queue's): a message
+        sent with a delay > 0 is ``DELAYED`` until now + ``delay``, when the sweep appends it to
+        the visible tail; it holds its slot meanwhile. When the queue is full, wait for room
         (``block=True``, at most ``timeout`` seconds if given) or raise :class:`Full` at once
         (``block=False``). Either the message is accepted, or an exception leaves the queue
         unchanged and the id unreserved: ``TypeError``/``ValueError`` for bad arguments and
@@ -389,6 +445,7 @@ class Queue(Generic[T]):
         """
         if id is not None:
             id = check_id("id", id)
+        d = self._delay if delay is None else check_time("delay", delay)
         check_bool("block", block)
         wait = check_optional_time("timeout", timeout)
         if self._sink_thread is not None:
@@ -396,6 +453,8 @@ class Queue(Generic[T]):
         with self.mutex:
             if id is not None and id in self._accepted:
                 raise DuplicateIdError(f"id {id!r} was already accepted by this queue")
+            if d:
+                check_later("delay", self._clock.now(), d)  # an argument error: before waiting
             endtime = None if wait is None else check_later("timeout", self._clock.now(), wait)
             while True:
                 if self._shutdown:
@@ -415,9 +474,11 @@ class Queue(Generic[T]):
                 self._wait(self.not_full, endtime)
             if id is None:
                 id = self._fresh_id()
+            if d:
+                return self._send_delayed(id, body, d)
             if self._trace is not None:
                 try:
-                    self._record("send", (id,), True)
+                    self._record("send", (id, 0.0), True)
                 except BaseException:
                     # A notify may have woken us for this slot: pass it on (see _wait).
                     self._notify(self.not_full)
@@ -428,6 +489,148 @@ class Queue(Generic[T]):
             self._notify(self.not_empty)
             self._check()
             return id
+
+    def _send_delayed(self, id: str, body: T, delay: float) -> str:
+        # The rest of send for a delay > 0 (kept out of send, whose common path it would slow):
+        # prepare (the clock, the sweeper, the trace), then commit the DELAYED message.
+        try:
+            now = self._clock.now()
+            visible_at = check_later("delay", now, delay)
+            if self._sweeper is None:
+                self._start_sweeper()
+            if self._trace is not None:
+                self._record("send", (id, delay), True, now)
+        except BaseException:
+            self._notify(self.not_full)  # a notify may have woken us for this slot (see _wait)
+            raise
+        # commit
+        self._accepted.add(id)
+        self._add_delayed(Record(id, body), visible_at)
+        self._check()
+        return id
+
+    def send_batch(
+        self,
+        entries: Sequence[Entry[T]],
+        *,
+        block: bool = True,
+        timeout: float | None = None,
+    ) -> list[str]:
+        """Send 1 to 10 messages in one atomic step, all or none; their ids, in entry order.
+
+        Each :class:`Entry` is sent as by :meth:`send` (its ``id``, ``None`` for a generated
+        one; its ``delay``, ``None`` for the queue's), in order, with nothing in between. When
+        the queue has no room for *all* of them, wait until it has (``block=True``, at most
+        ``timeout`` seconds if given) or raise :class:`Full` (``block=False``, or the timeout
+        ran out): a batch is never accepted in part. Before any waiting, and changing nothing:
+        ``TypeError``/``ValueError`` naming the argument or the entry (``entries[2].delay
+        must ...``) for a batch that is not a sequence of 1 to 10 entries, a bad entry, a
+        ``group`` or ``dedup_id`` (FIFO queues only), or a batch larger than the capacity (it
+        could never fit); :class:`DuplicateIdError` (a ``ValueError``) for an id repeated in
+        the batch or already accepted. :class:`ShutDown` after ``shutdown()``; an id taken by
+        another sender while this batch waits raises :class:`DuplicateIdError` when it wakes.
+        """
+        batch = _check_batch("entries", entries)
+        ids: list[str | None] = []
+        delays: list[float] = []
+        explicit: dict[str, int] = {}
+        for i, e in enumerate(batch):
+            if not isinstance(e, Entry):
+                raise TypeError(f"entries[{i}] must be an impl.Entry, got {type(e).__name__}")
+            if e.group is not None or e.dedup_id is not None:
+                which = "group" if e.group is not None else "dedup_id"
+                raise ValueError(
+                    f"entries[{i}].{which} must be None: a standard queue has no message groups "
+                    "or deduplication (FIFO queues only)"
+                )
+            id = None if e.id is None else check_id(f"entries[{i}].id", e.id)
+            if id is not None:
+                if id in explicit:
+                    raise DuplicateIdError(
+                        f"entries[{i}].id {id!r} repeats entries[{explicit[id]}].id"
+                    )
+                explicit[id] = i
+            ids.append(id)
+            delays.append(
+                self._delay if e.delay is None else check_time(f"entries[{i}].delay", e.delay)
+            )
+        check_bool("block", block)
+        wait = check_optional_time("timeout", timeout)
+        n = len(batch)
+        if self._capacity is not None and n > self._capacity:
+            raise ValueError(
+                f"entries: a batch of {n} can never fit a queue of capacity {self._capacity}"
+            )
+        if self._sink_thread is not None:
+            self._refuse_reentry("send_batch")
+        with self.mutex:
+            for id, i in explicit.items():
+                if id in self._accepted:
+                    raise DuplicateIdError(
+                        f"entries[{i}].id {id!r} was already accepted by this queue"
+                    )
+            longest = max(delays)
+            if longest:
+                check_later("delay", self._clock.now(), longest)  # before waiting
+            endtime = None if wait is None else check_later("timeout", self._clock.now(), wait)
+            while True:
+                if self._shutdown:
+                    raise ShutDown("send_batch on a queue that has been shut down")
+                taken = [i for id, i in explicit.items() if id in self._accepted]
+                if taken:
+                    if self._has_room():  # pass on a notify meant for a sender (as send does)
+                        self._notify(self.not_full)
+                    raise DuplicateIdError(
+                        f"entries[{taken[0]}].id {ids[taken[0]]!r} was accepted while this "
+                        "send_batch waited"
+                    )
+                k = self._accepts(n)
+                if k:
+                    break
+                if not block:
+                    raise Full(f"the queue has no room for {n} more messages")
+                if endtime is not None and self._clock.now() >= endtime:
+                    raise Full(f"no room for {n} messages within {wait} seconds")
+                self._batch_senders += 1
+                try:
+                    self._wait(self.not_full, endtime)
+                finally:
+                    self._batch_senders -= 1
+            # prepare: everything that may raise
+            final: list[str] = []
+            for id in ids[:k]:
+                if id is None:
+                    id = self._fresh_id()
+                    while id in explicit:
+                        id = self._fresh_id()
+                final.append(id)
+            try:
+                now = None
+                visible_at: list[float] = []
+                if longest:
+                    now = self._clock.now()
+                    visible_at = [
+                        check_later(f"entries[{i}].delay", now, d) if d else 0.0
+                        for i, d in enumerate(delays[:k])
+                    ]
+                    if self._sweeper is None:
+                        self._start_sweeper()
+                if self._trace is not None:
+                    self._record("send_batch", (tuple(final), tuple(delays[:k])), True, now)
+            except BaseException:
+                self._notify(self.not_full)  # a notify may have woken us for this room
+                raise
+            # commit: each entry as send, in order
+            for i, id in enumerate(final):
+                self._accepted.add(id)
+                rec = Record(id, batch[i].body)
+                if delays[i]:
+                    self._add_delayed(rec, visible_at[i])
+                else:
+                    self._visible[id] = rec
+                    self._notify(self.not_empty)
+            self._check()
+            return final
 
     def receive(
         self,
@@ -482,6 +685,61 @@ class Queue(Generic[T]):
             self._check()
             return Message(rec.id, rec.body, rec.attempt, receipt)
 
+    def receive_batch(
+        self,
+        max_messages: int = MAX_BATCH,
+        *,
+        block: bool = True,
+        timeout: float | None = None,
+        visibility_timeout: float | Literal[_Default.QUEUE_DEFAULT] | None = _QUEUE_DEFAULT,
+    ) -> list[Message[T]]:
+        """Deliver the first ``max_messages`` (1 to 10) visible messages, or as many as there are.
+
+        One critical section: each is delivered as by :meth:`receive`, in FIFO order, all with
+        the same deadline (now + ``visibility_timeout``). Waits, like :meth:`receive`, until at
+        least one message is visible (``block``, ``timeout``, :class:`Empty`,
+        :class:`ShutDown` as there); never waits for more than one. ``max_messages`` outside
+        1..10 is a ``ValueError`` (not an int: ``TypeError``), before any waiting.
+        """
+        n = check_int("max_messages", max_messages, 1)
+        if n > MAX_BATCH:
+            raise ValueError(f"max_messages must be <= {MAX_BATCH}, got {n!r}")
+        check_bool("block", block)
+        wait = check_optional_time("timeout", timeout)
+        if visibility_timeout is _QUEUE_DEFAULT:
+            vt = self._visibility_timeout
+        else:
+            vt = check_optional_time("visibility_timeout", visibility_timeout)
+        if self._sink_thread is not None:
+            self._refuse_reentry("receive_batch")
+        with self.mutex:
+            if not self._visible:
+                self._wait_for_visible(block, wait)
+            try:
+                now = None
+                deadline = None
+                if vt is not None:
+                    now = self._clock.now()
+                    deadline = check_later("visibility_timeout", now, vt)
+                    if self._sweeper is None:
+                        self._start_sweeper()
+                if self._trace is not None:
+                    heads = itertools.islice(self._visible.values(), n)
+                    result = tuple((r.id, r.attempt + 1, deadline) for r in heads)
+                    self._record("receive_batch", (n, vt), result, now)
+            except BaseException:
+                self._notify(self.not_empty)  # pass on a notify we may have taken (see _wait)
+                raise
+            # commit
+            out: list[Message[T]] = []
+            for rec in self._deliver_batch(n, deadline):
+                receipt = rec.receipt = self._receipt(rec)
+                if rec.deadline is not None:
+                    self._arm(rec)
+                out.append(Message(rec.id, rec.body, rec.attempt, receipt))
+            self._check()
+            return out
+
     def delete(self, receipt: Receipt) -> bool:
         """Acknowledge a delivery: if ``receipt`` is live the message is done and ``True``.
 
@@ -502,6 +760,34 @@ class Queue(Generic[T]):
             self._delete(rec)
             self._check()
             return True
+
+    def delete_batch(self, receipts: Sequence[Receipt]) -> list[bool]:
+        """Delete with 1 to 10 receipts in one atomic step: each as :meth:`delete`, in order.
+
+        A receipt repeated in the batch gives ``False`` the second time (its message is done by
+        then). ``TypeError``/``ValueError`` naming the argument or the item (``receipts[1]``)
+        for a batch that is not a sequence of 1 to 10 :class:`Receipt`.
+        """
+        batch = _check_batch("receipts", receipts)
+        for i, r in enumerate(batch):
+            if not isinstance(r, Receipt):
+                raise TypeError(f"receipts[{i}] must be a Receipt, got {type(r).__name__}")
+        if self._sink_thread is not None:
+            self._refuse_reentry("delete_batch")
+        with self.mutex:
+            recs = self._to_delete_batch(batch)
+            if self._trace is not None:
+                self._record(
+                    "delete_batch",
+                    tuple((r.id, r.attempt) for r in batch),
+                    tuple(rec is not None for rec in recs),
+                )
+            # commit
+            for rec in recs:
+                if rec is not None:
+                    self._delete(rec)
+            self._check()
+            return [rec is not None for rec in recs]
 
     def retry(self, receipt: Receipt) -> bool:
         """Give a live delivery back at once: *release* it (see :meth:`change_visibility`).
@@ -552,9 +838,79 @@ class Queue(Generic[T]):
                     self._start_sweeper()
                 if self._trace is not None:
                     self._record("change_visibility", (rec.id, rec.attempt, t), deadline, now)
+                self._start_timer(rec)
                 self._extend(rec, t, now)
             self._check()
             return True
+
+    def change_visibility_batch(self, changes: Sequence[tuple[Receipt, float]]) -> list[bool]:
+        """Apply 1 to 10 ``(receipt, timeout)`` changes in one atomic step: each as
+        :meth:`change_visibility`, in order, all from the same now.
+
+        A change whose receipt an earlier change of the batch made stale (by releasing its
+        message with timeout 0) gives ``False``. ``TypeError``/``ValueError`` naming the
+        argument or the item (``changes[1].timeout``) for a batch that is not a sequence of 1 to
+        10 pairs of a :class:`Receipt` and a finite timeout >= 0.
+        """
+        batch = _check_batch("changes", changes)
+        checked: list[tuple[Receipt, float]] = []
+        for i, c in enumerate(batch):
+            if not isinstance(c, tuple) or len(c) != 2:
+                raise TypeError(
+                    f"changes[{i}] must be a (receipt, timeout) pair, got {type(c).__name__}"
+                )
+            receipt, timeout = c
+            if not isinstance(receipt, Receipt):
+                raise TypeError(
+                    f"changes[{i}].receipt must be a Receipt, got {type(receipt).__name__}"
+                )
+            checked.append((receipt, check_time(f"changes[{i}].timeout", timeout)))
+        if self._sink_thread is not None:
+            self._refuse_reentry("change_visibility_batch")
+        with self.mutex:
+            # The guards, as if the changes before each had been applied: only a release
+            # (timeout 0) ends a receipt's life within the batch.
+            recs: list[Record[T] | None] = []
+            released: set[str] = set()
+            for receipt, t in checked:
+                rec = self._live(receipt)
+                if rec is not None and rec.id in released:
+                    rec = None
+                elif rec is not None and t == 0:
+                    released.add(rec.id)
+                recs.append(rec)
+            extends = any(rec is not None and t for rec, (_, t) in zip(recs, checked, strict=True))
+            now = self._clock.now() if extends else None
+            results: list[float | bool | None] = []
+            for i, (rec, (_, t)) in enumerate(zip(recs, checked, strict=True)):
+                if rec is None:
+                    results.append(False)
+                elif t == 0:
+                    results.append(None)
+                else:
+                    assert now is not None
+                    results.append(check_later(f"changes[{i}].timeout", now, t))
+            if extends and self._sweeper is None:
+                self._start_sweeper()
+            if self._trace is not None:
+                self._record(
+                    "change_visibility_batch",
+                    tuple((r.id, r.attempt, t) for r, t in checked),
+                    tuple(results),
+                    now,
+                )
+            # commit: each change in order
+            for rec, (_, t) in zip(recs, checked, strict=True):
+                if rec is None:
+                    continue
+                if t == 0:
+                    self._notify(self._release(rec))
+                else:
+                    assert now is not None
+                    self._start_timer(rec)
+                    self._extend(rec, t, now)
+            self._check()
+            return [rec is not None for rec in recs]
 
     def cancel(self, id: str) -> bool:
         """Cancel a visible or in-flight message: ``True``, its receipt dies, capacity is freed.
@@ -567,7 +923,7 @@ class Queue(Generic[T]):
             self._refuse_reentry("cancel")
         with self.mutex:
             if self._trace is not None:
-                active = id in self._visible or id in self._in_flight
+                active = id in self._visible or id in self._in_flight or id in self._delayed
                 self._record("cancel", (id,), active)
             rec = self._remove(id)
             if rec is None:
@@ -576,6 +932,25 @@ class Queue(Generic[T]):
             self._notify(self.not_full)
             self._check()
             return True
+
+    def purge(self) -> int:
+        """Cancel every active message (delayed, visible and in flight) in one atomic step.
+
+        Every live receipt dies, every timer is dropped, and every slot is freed (waking the
+        blocked senders); dead letters, done and cancelled messages are untouched, and the ids
+        stay reserved. Returns how many messages were purged. Works after shutdown and close.
+        """
+        if self._sink_thread is not None:
+            self._refuse_reentry("purge")
+        with self.mutex:
+            if self._trace is not None:
+                active = len(self._delayed) + len(self._visible) + len(self._in_flight)
+                self._record("purge", (), active)
+            count = self._purge()
+            for _ in range(min(count, self._waiting[self.not_full])):
+                self._notify(self.not_full)
+            self._check()
+            return count
 
     def receipt(self, id: str, attempt: int) -> Receipt:
         """The receipt that names delivery ``attempt`` of message ``id`` on this queue.
@@ -587,12 +962,13 @@ class Queue(Generic[T]):
         return Receipt(self._token, check_id("id", id), check_int("attempt", attempt, 0))
 
     def sweep(self) -> None:
-        """Apply every expiry due now: release each in-flight message whose deadline <= now.
+        """Fire every timer due now: release each in-flight message whose deadline <= now, and
+        append each delayed message whose ``visible_at`` <= now to the visible tail.
 
-        In order of deadline, ties by receive order, as one atomic step (if the clock or the
-        trace sink raises, no release of this sweep happens). This is what the sweeper thread
-        runs; call it directly after advancing a fake clock. It also restarts a sweeper thread
-        that died (see :meth:`health`).
+        In order of due time, ties in the order the timers were started, as one atomic step (if
+        the clock or the trace sink raises, nothing of this sweep happens). This is what the
+        sweeper thread runs; call it directly after advancing a fake clock. It also restarts a
+        sweeper thread that died (see :meth:`health`).
         """
         if self._sink_thread is not None:
             self._refuse_reentry("sweep")
@@ -607,11 +983,16 @@ class Queue(Generic[T]):
         """From now on pass every transition to ``sink``, for trace validation; ``None`` stops.
 
         Each call that returns (not one that raises) is passed as ``(action, args, result, now)``:
-        ``("send", (id,), True, now)``, ``("receive", (vt,), (id, attempt, deadline), now)``,
-        ``("delete", (id, attempt), ok, now)``, ``("retry", (id, attempt), ok, now)``,
-        ``("change_visibility", (id, attempt, timeout), result, now)`` with result ``False`` (not
-        live), the new deadline, or ``None`` (released), ``("cancel", (id,), ok, now)``, and one
-        ``("expire", (), id, now)`` per message a sweep releases, ``now`` being the sweep's time.
+        ``("send", (id, delay), True, now)`` (delay 0.0 for an immediate send),
+        ``("send_batch", (ids, delays), True, now)``, ``("receive", (vt,), (id, attempt,
+        deadline), now)``, ``("receive_batch", (n, vt), ((id, attempt, deadline), ...), now)``,
+        ``("delete", (id, attempt), ok, now)``, ``("delete_batch", ((id, attempt), ...), (ok,
+        ...), now)``, ``("retry", (id, attempt), ok, now)``, ``("change_visibility", (id,
+        attempt, timeout), result, now)`` with result ``False`` (not live), the new deadline, or
+        ``None`` (released), ``("change_visibility_batch", ((id, attempt, timeout), ...),
+        (result, ...), now)``, ``("cancel", (id,), ok, now)``, ``("purge", (), count, now)``,
+        and one ``("expire", (), id, now)`` per timer a sweep fires (a deadline or a delay: the
+        message's state tells which), ``now`` being the sweep's time.
         ``sink`` is called inside the transition's critical section, after everything else that
         can fail and just before the change is applied, so the order of the calls is the order
         in which the transitions took effect (their linearization order). A sink that raises
@@ -648,6 +1029,7 @@ class Queue(Generic[T]):
                 done=len(self._done),
                 cancelled=len(self._cancelled),
                 dead=len(self._dead),
+                delayed=len(self._delayed),
             )
 
     def snapshot(self) -> Snapshot[T]:
@@ -661,6 +1043,7 @@ class Queue(Generic[T]):
                 dead=tuple(r.snapshot() for r in self._dead),
                 done=frozenset(self._done),
                 cancelled=frozenset(self._cancelled),
+                delayed=tuple(r.delayed_snapshot() for r in self._delayed.values()),
             )
 
     def health(self) -> Health:
@@ -744,7 +1127,7 @@ class Queue(Generic[T]):
         # us) and warn if work was lost with us, as an unclosed file does.
         link = getattr(self, "_link", None)
         if not getattr(self, "_closed", True):
-            active = len(self._visible) + len(self._in_flight)
+            active = len(self._delayed) + len(self._visible) + len(self._in_flight)
             if active:
                 warnings.warn(
                     f"unclosed impl.Queue (token {self._token}) with {active} active messages",
@@ -760,7 +1143,7 @@ class Queue(Generic[T]):
     def __repr__(self) -> str:
         return (
             f"Queue(capacity={self._capacity!r}, visibility_timeout={self._visibility_timeout!r},"
-            f" max_receives={self._max_receives!r}, clock={self._clock!r})"
+            f" max_receives={self._max_receives!r}, delay={self._delay!r}, clock={self._clock!r})"
         )
 
     # -- hooks for subclasses: the steps of the transitions, each called with mutex held -----
@@ -792,11 +1175,19 @@ class Queue(Generic[T]):
         """
         _, rec = self._visible.popitem(last=False)
         rec.attempt += 1
-        self._receives += 1
-        rec.seq = self._receives
+        self._timers += 1
+        rec.seq = self._timers
         rec.deadline = deadline
         self._in_flight[rec.id] = rec
         return rec
+
+    def _deliver_batch(self, n: int, deadline: float | None) -> list[Record[T]]:
+        """Receive_batch's step (its one linearization point): deliver the first min(n,
+        visible) messages, each by ``_deliver`` with ``deadline``, in FIFO order, with the lock
+        held throughout (``BatchAtomic``). Called with something visible, in the commit phase;
+        the caller arms and makes the receipts, in delivery order."""
+        deliver = self._deliver
+        return [deliver(deadline) for _ in range(min(n, len(self._visible)))]
 
     def _receipt(self, rec: Record[T]) -> Receipt:
         """Make the receipt of ``rec``'s current delivery: ``(this queue, id, attempt)``.
@@ -822,6 +1213,22 @@ class Queue(Generic[T]):
         (and the delete changes nothing): the one whose live receipt it is (``_live``)."""
         return self._live(receipt)
 
+    def _to_delete_batch(self, receipts: list[Receipt]) -> list[Record[T] | None]:
+        """Delete_batch's guard: for each receipt, in order, the record its delete acts on
+        (``_to_delete``), or ``None``: as if the deletes before it had been applied, so a
+        message already deleted by an earlier receipt of the batch gives ``None``."""
+        recs: list[Record[T] | None] = []
+        gone: set[str] = set()
+        for receipt in receipts:
+            rec = self._to_delete(receipt)
+            if rec is not None:
+                if rec.id in gone:
+                    rec = None
+                else:
+                    gone.add(rec.id)
+            recs.append(rec)
+        return recs
+
     def _delete(self, rec: Record[T]) -> None:
         """Delete's step: the live delivery ``rec``'s message is done (one slot freed, one
         sender woken)."""
@@ -843,14 +1250,31 @@ class Queue(Generic[T]):
 
     def _remove(self, id: str) -> Record[T] | None:
         """Cancel's step, up to the bookkeeping: take the active message ``id`` out of the
-        visible FIFO (the others keep their order) or out of flight (its receipt dies, its
-        deadline is dropped); its record, or ``None`` (and no change) if ``id`` is not active."""
+        visible FIFO (the others keep their order), out of flight (its receipt dies, its
+        deadline is dropped) or out of the delayed ones (its delay is dropped); its record, or
+        ``None`` (and no change) if ``id`` is not active."""
         rec = self._visible.pop(id, None)
         if rec is None:
             rec = self._in_flight.pop(id, None)
             if rec is not None:
                 rec.deadline = None
+            else:
+                rec = self._delayed.pop(id, None)
         return rec
+
+    def _purge(self) -> int:
+        """Purge's step (commit phase): every active message (delayed, visible, in flight) is
+        cancelled, every receipt dies and every timer is dropped; how many. The caller wakes
+        the senders."""
+        count = 0
+        for group in (self._delayed, self._visible, self._in_flight):
+            for rec in group.values():
+                rec.deadline = None
+            self._cancelled.update(group)
+            count += len(group)
+            group.clear()
+        self._expiry.clear()
+        return count
 
     def _release(self, rec: Record[T]) -> threading.Condition:
         """Take back an in-flight message: dead-letter it, or append it to the visible tail.
@@ -879,26 +1303,28 @@ class Queue(Generic[T]):
 
         Called in the commit phase, after ``rec``'s deadline is set (not ``None``) while it is
         in flight; the transition has already made sure a sweeper thread runs (unless the queue
-        is closed). Pushes the heap entry (rebuilding the heap when stale entries outnumber
-        live ones), then wakes the sweeper if this deadline is earlier than the one it sleeps
-        until. After ``close()`` no thread is woken.
+        is closed). Pushes the heap entry (``_push_timer``: the sweeper is woken if this
+        deadline is earlier than the one it sleeps until).
         """
         assert rec.deadline is not None and self._in_flight.get(rec.id) is rec
-        heapq.heappush(self._expiry, (rec.deadline, rec.seq, rec.id, rec.attempt))
-        if len(self._expiry) > 2 * len(self._in_flight) + 16:
-            self._compact()
-        if self._sweeper is not None and (
-            self._sweeper_target is None or rec.deadline < self._sweeper_target
-        ):
-            self._notify(self.new_deadline)
+        self._push_timer((rec.deadline, rec.seq, rec.id, rec.attempt))
+
+    def _arm_delay(self, rec: Record[T]) -> None:
+        """Put the delayed message ``rec``'s ``visible_at`` on the timer heap, in its place in
+        the one timer order (``rec.seq``), and wake the sweeper if it must re-aim.
+
+        Called in the commit phase of a delayed send, after ``rec`` joined ``_delayed``; as for
+        ``_arm``, a sweeper thread already runs unless the queue is closed.
+        """
+        self._push_timer((rec.visible_at, rec.seq, rec.id, 0))
 
     def _expire(self, now: float) -> None:
-        """The sweep, one transition: every in-flight delivery with deadline <= now, by
-        (deadline, receive order), is traced, then released by ``_expire_one``.
+        """The sweep, one transition: every timer due at ``now`` or before, by (due time, timer
+        order), is traced, then fired: a delivery's deadline by ``_expire_one``, a delayed
+        message's ``visible_at`` by ``_fire_delay``.
 
-        All due deliveries are collected and traced first; if the sink raises, their heap
-        entries are put back and nothing is released. Stale heap entries met on the way are
-        dropped.
+        All due timers are collected and traced first; if the sink raises, their heap entries
+        are put back and nothing fires. Stale heap entries met on the way are dropped.
         """
         heap = self._expiry
         if not heap or heap[0][0] > now:
@@ -918,31 +1344,60 @@ class Queue(Generic[T]):
                 for entry, _ in due:
                     heapq.heappush(heap, entry)
                 raise
-        for _, rec in due:
-            self._expire_one(rec, now)
+        for entry, rec in due:
+            if entry[3]:
+                self._expire_one(rec, now)
+            else:
+                self._fire_delay(rec)
 
     def _expire_one(self, rec: Record[T], now: float) -> None:
         """Expiry's step for one delivery whose deadline passed (commit phase of a sweep at
         ``now``): release it (``_release``) and wake whom that enables."""
         self._notify(self._release(rec))
 
+    def _fire_delay(self, rec: Record[T]) -> None:
+        """A due delay's step (commit phase of a sweep): the delayed message ``rec`` is
+        appended to the tail of the visible FIFO, its attempt unchanged, and one receiver is
+        woken."""
+        del self._delayed[rec.id]
+        self._visible[rec.id] = rec
+        self._notify(self.not_empty)
+
     def _next_deadline(self) -> float | None:
-        """The deadline the sweeper sleeps until next: the earliest armed one, dropping stale
-        entries from the top of the heap; ``None`` (nothing armed): until notified."""
+        """The time the sweeper sleeps until next: the earliest timer (deadline or delay),
+        dropping stale entries from the top of the heap; ``None`` (none): until notified."""
         while self._expiry and self._current(self._expiry[0]) is None:
             heapq.heappop(self._expiry)
         return self._expiry[0][0] if self._expiry else None
 
     def _has_room(self) -> bool:
-        """Whether a send may be accepted now: active (visible + in flight) < capacity."""
-        return self._capacity is None or len(self._visible) + len(self._in_flight) < self._capacity
+        """Whether a send may be accepted now: active (delayed + visible + in flight) <
+        capacity."""
+        cap = self._capacity
+        return cap is None or len(self._visible) + len(self._in_flight) + len(self._delayed) < cap
+
+    def _accepts(self, n: int) -> int:
+        """How many of a send_batch's ``n`` entries may be accepted now: all ``n`` if active +
+        ``n`` <= capacity, else none (0): a batch is accepted whole or not at all."""
+        cap = self._capacity
+        if cap is None or len(self._visible) + len(self._in_flight) + len(self._delayed) + n <= cap:
+            return n
+        return 0
 
     def _notify(self, cond: threading.Condition) -> None:
-        """Wake one waiter of ``cond``, if any: every wakeup of a transition comes through here."""
+        """Wake one waiter of ``cond``, if any: every wakeup of a transition comes through here.
+
+        While a ``send_batch`` waits on ``not_full``, wake every sender instead: one notify
+        might reach the batch, which may need more than the one slot it stands for, while a
+        single send that could take the slot sleeps on.
+        """
         # Condition.notify costs about 0.3 µs even with no waiter (it tests that the caller
         # owns the lock by trying to take it); most transitions have no one to wake.
         if self._waiting[cond]:
-            cond.notify()
+            if self._batch_senders and cond is self.not_full:
+                cond.notify_all()
+            else:
+                cond.notify()
 
     def _wait(self, cond: threading.Condition, deadline: float | None) -> None:
         """Wait on ``cond`` through the clock, counted in ``_waiting`` while waiting.
@@ -996,19 +1451,54 @@ class Queue(Generic[T]):
                 "call the queue it records"
             )
 
+    def _push_timer(self, entry: _Entry) -> None:
+        # Push a timer (commit phase), rebuilding the heap when stale entries outnumber live
+        # ones, then wake the sweeper if the timer is due before the time it sleeps until.
+        # After close() no thread is woken.
+        heapq.heappush(self._expiry, entry)
+        if len(self._expiry) > 2 * (len(self._in_flight) + len(self._delayed)) + 16:
+            self._compact()
+        if self._sweeper is not None and (
+            self._sweeper_target is None or entry[0] < self._sweeper_target
+        ):
+            self._notify(self.new_deadline)
+
+    def _add_delayed(self, rec: Record[T], visible_at: float) -> None:
+        # Commit of a delayed send (of send or send_batch): rec becomes DELAYED until
+        # visible_at, and its timer starts now, after every timer started before it.
+        rec.visible_at = visible_at
+        self._timers += 1
+        rec.seq = self._timers
+        self._delayed[rec.id] = rec
+        self._arm_delay(rec)
+
+    def _start_timer(self, rec: Record[T]) -> None:
+        # change_visibility(t > 0) of a delivery that had no deadline (visibility timeout
+        # None) starts its timer now: it takes its place after every timer started before.
+        # One that had a deadline keeps its place (the contract's one timer order).
+        if rec.deadline is None:
+            self._timers += 1
+            rec.seq = self._timers
+
     def _compact(self) -> None:
-        # Stale entries outnumber live ones: rebuild from the in-flight records. This happens at
-        # most once per len(_in_flight) + 16 arms, so its cost is O(1) per arm, amortized.
+        # Stale entries outnumber live ones: rebuild from the in-flight and delayed records.
+        # This happens at most once per (their number + 16) pushes, so its cost is O(1) per
+        # push, amortized.
         self._expiry = [
             (r.deadline, r.seq, r.id, r.attempt)
             for r in self._in_flight.values()
             if r.deadline is not None
         ]
+        self._expiry.extend((r.visible_at, r.seq, r.id, 0) for r in self._delayed.values())
         heapq.heapify(self._expiry)
 
     def _current(self, entry: _Entry) -> Record[T] | None:
-        """The in-flight record that ``entry`` still stands for, or ``None`` if it is stale."""
+        """The record that ``entry`` still stands for, or ``None`` if it is stale: for a
+        deadline, the in-flight delivery it was armed for; for a delay (attempt 0), the message
+        while it is still delayed (a message is delayed once, with one entry)."""
         deadline, seq, id, attempt = entry
+        if not attempt:
+            return self._delayed.get(id)
         rec = self._in_flight.get(id)
         if rec is None or rec.seq != seq or rec.attempt != attempt or rec.deadline != deadline:
             return None
@@ -1072,8 +1562,19 @@ class Queue(Generic[T]):
 
     def _check(self) -> None:
         """Cheap (O(1)) assertions of the invariants in the class docstring."""
-        active = len(self._visible) + len(self._in_flight)
+        active = len(self._visible) + len(self._in_flight) + len(self._delayed)
         assert self._capacity is None or active <= self._capacity, "CapacityBound"
         assert len(self._accepted) == (
             active + len(self._done) + len(self._cancelled) + len(self._dead)
         ), "OneState"
+
+
+def _check_batch(name: str, value: object) -> list[Any]:
+    """The items of a batch argument: a sequence (not a ``str``) of 1 to ``MAX_BATCH`` items,
+    copied to a list; else ``TypeError``/``ValueError`` naming ``name``."""
+    if not isinstance(value, Sequence) or isinstance(value, str | bytes | bytearray):
+        raise TypeError(f"{name} must be a list or tuple, got {type(value).__name__}")
+    items = list(value)
+    if not 1 <= len(items) <= MAX_BATCH:
+        raise ValueError(f"{name} must hold 1 to {MAX_BATCH} items, got {len(items)}")
+    return items

@@ -111,11 +111,12 @@ class SplitReceiveQueue(Queue[T]):
         capacity: int | None = None,
         visibility_timeout: float | None = 30.0,
         max_receives: int | None = None,
+        delay: float = 0.0,
         clock: Clock | None = None,
         *,
         between: Callable[[], object] = _nothing,
     ) -> None:
-        super().__init__(capacity, visibility_timeout, max_receives, clock)
+        super().__init__(capacity, visibility_timeout, max_receives, delay, clock)
         self.between = between
 
     def _deliver(self, deadline: float | None) -> Record[T]:
@@ -128,8 +129,8 @@ class SplitReceiveQueue(Queue[T]):
             self.mutex.acquire()
         self._visible.pop(rec.id, None)  # critical section 2: STAMP it and record it in flight
         rec.attempt = attempt + 1
-        self._receives += 1
-        rec.seq = self._receives
+        self._timers += 1
+        rec.seq = self._timers
         rec.deadline = deadline
         self._in_flight[rec.id] = rec
         return rec

@@ -269,7 +269,7 @@ def test_record_trace_refuses_a_sink_that_cannot_be_called(
     with unchanged(s.q), pytest.raises(TypeError, match=r"^sink must be callable"):
         s.q.record_trace(sink)  # type: ignore[arg-type]
     s.q.send("D", id="d")  # the sink set before the refused call is still the one in use
-    assert [step[:3] for step in steps] == [("send", ("d",), True)]
+    assert [step[:3] for step in steps] == [("send", ("d", 0.0), True)]
 
 
 # -- str subclasses as ids --------------------------------------------------------------------

@@ -32,7 +32,7 @@ def make() -> Iterator[Make]:
         max_receives: int | None = None,
     ) -> tuple[Queue[str], FakeClock]:
         clock = FakeClock()
-        q: Queue[str] = Queue(capacity, visibility_timeout, max_receives, clock)
+        q: Queue[str] = Queue(capacity, visibility_timeout, max_receives, clock=clock)
         made.append(q)
         return q, clock
 

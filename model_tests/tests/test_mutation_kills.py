@@ -214,8 +214,8 @@ def test_the_trace_records_each_transition_as_the_docstring_says() -> None:
         q.record_trace(None)
         q.send("C", id="c")  # not recorded
     assert steps == [
-        ("send", ("a",), True, 0.0),
-        ("send", ("b",), True, 0.0),
+        ("send", ("a", 0.0), True, 0.0),
+        ("send", ("b", 0.0), True, 0.0),
         ("receive", (2.0,), ("a", 1, 2.0), 0.0),
         ("receive", (None,), ("b", 1, None), 0.0),
         ("change_visibility", ("a", 2, 1.0), False, 0.0),
