@@ -34,19 +34,30 @@ from tools.diagrams import (
 needs_java = pytest.mark.skipif(shutil.which("java") is None, reason="java is not installed")
 
 V, F, D, C, X, START = "VISIBLE", "IN_FLIGHT", "DONE", "CANCELLED", "DEAD", "[*]"
+W = "DELAYED"
 
 #: The contract's table (section 2), projected to one message: every (before, action, after).
+#: A batch acts on the message as its single operation does; purge cancels it from any active
+#: state; a delay firing (Expire) makes a delayed message visible.
 CONTRACT = {
-    Transition(START, "Send", V),
+    *(Transition(START, a, after) for a in ("Send", "SendBatch") for after in (V, W)),
+    Transition(W, "Expire", V),
+    Transition(W, "Cancel", C),
+    Transition(W, "Purge", C),
     Transition(V, "Receive", F),
+    Transition(V, "ReceiveBatch", F),
     Transition(V, "Cancel", C),
+    Transition(V, "Purge", C),
     Transition(F, "Delete", D),
+    Transition(F, "DeleteBatch", D),
     Transition(F, "Cancel", C),
+    Transition(F, "Purge", C),
     Transition(F, "ChangeVisibility(t≠0)", F),
+    Transition(F, "ChangeVisibilityBatch", F),
     # release: to the visible tail, or dead-lettered once attempt >= max_receives
     *(
         Transition(F, a, after)
-        for a in ("Retry", "ChangeVisibility(0)", "Expire")
+        for a in ("Retry", "ChangeVisibility(0)", "ChangeVisibilityBatch", "Expire")
         for after in (V, X)
     ),
 }
@@ -57,6 +68,7 @@ def test_lifecycle_has_exactly_the_transitions_the_contract_allows() -> None:
     assert set(edges) == CONTRACT
     terminal = {D, C, X}
     assert not [t for t in edges if t.before in terminal]  # e.g. no DONE -> VISIBLE
+    assert not [t for t in edges if t.before == W and t.after in (F, D, X)]  # DelayHonoured
     mr = LIFECYCLE_BOUNDS.max_receives
     assert mr is not None
     for t, attempts in edges.items():
@@ -74,8 +86,12 @@ def test_lifecycle_is_computed_from_the_spec_not_drawn() -> None:
     assert not any(t.action.startswith("ChangeVisibility") for t in edges)
     text = render_lifecycle(edges, Bounds(ids=("a",)))
     assert "DEAD" not in text.replace("DEAD --> [*]", "")
-    with pytest.raises(ValueError, match="one id"):
-        lifecycle_transitions(Bounds(ids=("a", "b")))
+    # Without delays nothing is DELAYED; with one id no batch of two distinct ids is sent.
+    assert "DELAYED" not in text and "SendBatch" not in text
+    # Only the first id's message is drawn: b's own transitions leave it as it was.
+    two = lifecycle_transitions(Bounds(ids=("a", "b"), capacity=2, max_attempt=1, max_time=1))
+    assert not [t for t in two if t.before == t.after]
+    assert Transition(START, "Send", V) in two
 
 
 def test_the_committed_lifecycle_diagram_is_up_to_date() -> None:
@@ -90,8 +106,9 @@ def test_the_lifecycle_diagram_separates_release_to_visible_from_release_to_dead
     assert len(to_visible) == len(to_dead) == 1
     assert "attempt below max_receives" in to_visible[0]
     assert "attempt = max_receives" in to_dead[0]
-    for action in ("Retry", "ChangeVisibility(0)", "Expire"):
+    for action in ("Retry", "ChangeVisibility(0)", "ChangeVisibilityBatch", "Expire"):
         assert action in to_visible[0] and action in to_dead[0]
+    assert "    DELAYED --> VISIBLE : Expire" in lines
     assert not [x for x in lines if x.strip().startswith(("DONE -->", "CANCELLED -->", "DEAD -->"))
                 and not x.strip().endswith("[*]")]  # fmt: skip
 

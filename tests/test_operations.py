@@ -240,7 +240,8 @@ def test_an_attempt_must_follow_an_id() -> None:
 def test_the_registry_is_a_value_by_name() -> None:
     assert isinstance(REGISTRY, Registry)
     assert REGISTRY.names == (
-        "send", "receive", "delete", "retry", "change_visibility", "cancel", "expire", "advance"
+        "send", "send_batch", "receive", "receive_batch", "delete", "delete_batch", "retry",
+        "change_visibility", "change_visibility_batch", "cancel", "purge", "expire", "advance"
     )  # fmt: skip
     assert REGISTRY.by_tla("Tick").name == "advance"
     assert REGISTRY["expire"].rule == "sweep" and REGISTRY["delete"].harness == "ack"

@@ -4,9 +4,11 @@ Two Mermaid diagrams, each computed from a model, so a change of the model chang
 and a stale picture fails a test (``tests/test_diagrams.py``):
 
 - ``docs/diagrams/lifecycle.mmd``, a ``stateDiagram-v2`` of one message's life, FROM THE SPEC:
-  ``spec.explore.explore`` walks every reachable state for one id (``LIFECYCLE_BOUNDS``) and
-  every edge is projected to (the message's status before, the action's name, its status
-  after). Tick is dropped (it never changes a status); release edges are labelled with the
+  ``spec.explore.explore`` walks every reachable state (``LIFECYCLE_BOUNDS``) and every edge
+  that changes the first id's message is projected to (its status before, the action's name,
+  its status after). A second id is there so that the batches have two messages to act on
+  (a ``SendBatch`` takes two distinct ids); edges that change only the other message are
+  dropped. Tick is dropped (it never changes a status); release edges are labelled with the
   relation between the message's attempt and ``max_receives`` seen on them, which is what
   separates release-to-``VISIBLE`` from release-to-``DEAD``.
 - ``docs/diagrams/duplicate_race.mmd``, a ``sequenceDiagram`` of the duplicate-delivery race,
@@ -52,16 +54,19 @@ RACE = DIAGRAMS / "duplicate_race.mmd"
 TRACE = DIAGRAMS / "exactly_once.trace"
 RACE_MODEL = "ExactlyOnce"
 
-#: One message, dead-lettered on the release after its second delivery, a visibility timeout of
-#: 1, and change_visibility to 0 (release) or 2 (extend): every kind of transition is reachable.
+#: The life of message ``a`` (beside ``b``, for the batches), dead-lettered on the release after
+#: its second delivery, a visibility timeout of 1, change_visibility to 0 (release) or 2
+#: (extend), batches of 2 and a delay of 1: every kind of transition is reachable.
 LIFECYCLE_BOUNDS = Bounds(
-    ids=("a",),
-    capacity=1,
+    ids=("a", "b"),
+    capacity=2,
     max_receives=2,
     max_attempt=2,
     visibility_timeouts=(1,),
     extend_timeouts=(0, 2),
     max_time=2,
+    batch=2,
+    delays=(0, 1),
 )
 
 #: The pseudo-state before a message is accepted (and after it is terminal): Mermaid's ``[*]``.
@@ -118,6 +123,12 @@ def action_name(label: str) -> str:
     return name
 
 
+def _names_another(label: str, id: str, ids: Sequence[str]) -> bool:
+    """Whether the edge label's parameters name a message other than ``id`` and not ``id``."""
+    words = set(re.findall(r"\w+", label.partition("(")[2]))
+    return id not in words and any(other in words for other in ids if other != id)
+
+
 def _status(state: State, id: str) -> str:
     m = state.get(id)
     return START if m is None else m.status.value
@@ -131,18 +142,18 @@ def _attempt(state: State, id: str) -> int:
 def lifecycle_transitions(
     bounds: Bounds = LIFECYCLE_BOUNDS, registry: Registry = REGISTRY
 ) -> dict[Transition, set[int]]:
-    """Every reachable edge of the spec for one id, projected to that message's status.
+    """Every reachable edge of the spec that changes the message of ``bounds.ids[0]``, projected
+    to that message's status.
 
     Maps each :class:`Transition` to the set of attempts the message had just before it.
     ``Tick`` edges (of every action that only moves the clock) are dropped: the clock moving
-    never changes a status (checked here). ``registry`` gives the actions.
-    Raises ``ValueError`` if the bounds have more than one id or the spec breaks an invariant.
+    never changes a status (checked here). So are edges that leave the message as it was while
+    changing another one, or that change nothing and name another message (an action on
+    another message); an action that changes nothing and names no other message (a no-op) is
+    drawn as a loop. ``registry`` gives the actions.
+    Raises ``ValueError`` if the spec breaks an invariant.
     """
-    if len(bounds.ids) != 1:
-        raise ValueError(
-            f"the lifecycle is one message's: bounds.ids must be one id, got {bounds.ids!r}"
-        )
-    (id,) = bounds.ids
+    id = bounds.ids[0]
     graph = explore(bounds, stop_at_first_violation=True, registry=registry)
     clock = {op.tla for op in registry if op.moves_clock}
     if graph.violations:
@@ -153,6 +164,8 @@ def lifecycle_transitions(
         if label in clock:
             assert before == after, f"{label} changed {id}'s status: {before} -> {after}"
             continue
+        if s.get(id) == t.get(id) and (s != t or _names_another(label, id, bounds.ids)):
+            continue  # another message's transition
         out[Transition(before, action_name(label), after)].add(_attempt(s, id))
     return dict(out)
 
@@ -186,8 +199,8 @@ def render_lifecycle(edges: dict[Transition, set[int]], bounds: Bounds = LIFECYC
     lines = [
         "stateDiagram-v2",
         "%% The lifecycle of one message, generated FROM THE SPEC by `python -m tools.diagrams`:",
-        "%% every edge of spec.explore.explore(LIFECYCLE_BOUNDS) projected to (status before,",
-        "%% action, status after). Do not edit by hand.",
+        "%% every edge of spec.explore.explore(LIFECYCLE_BOUNDS) that changes the first id's",
+        "%% message, projected to (its status before, action, status after). Do not edit by hand.",
         f"%% {bounds}",
     ]
     key = _STATUS_ORDER.index
