@@ -8,7 +8,7 @@ delivery (but also stale, future and attempt-0 ones), ``cancel`` mostly names an
 and ``advance`` often lands exactly on the next timer (a deadline or a delay), or just before or
 after it. Batches are mostly small (1 to 3 entries, sometimes up to the limit of 10), their
 entries drawn like the single ops' (an ``enqueue_batch`` sometimes repeats an id, or does not
-fit); ``purge`` is rare, or it would leave too little to do. The spec only guides the drawing;
+fit); ``purge`` is drawn as often as ``cancel``, one op in 26. The spec only guides the drawing;
 the tests compare the outputs of both targets, never with the guide.
 
 Times are multiples of 1/4, so every clock sum and deadline is exact in binary floating point and
