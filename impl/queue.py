@@ -208,7 +208,8 @@ class Record(Generic[T]):
         #: Set only while in flight with a finite visibility timeout.
         self.deadline: float | None = None
         #: The sequence number of its current (or last) timer: the delay of a delayed send, or
-        #: the deadline of a delivery (one counter for both); 0 before either.
+        #: the delivery (one counter for both; a delivery takes its place in the timer order
+        #: even without a deadline, and change_visibility keeps it); 0 before either.
         self.seq = 0
 
     def snapshot(self) -> SnapshotMessage[T]:
@@ -838,7 +839,6 @@ class Queue(Generic[T]):
                     self._start_sweeper()
                 if self._trace is not None:
                     self._record("change_visibility", (rec.id, rec.attempt, t), deadline, now)
-                self._start_timer(rec)
                 self._extend(rec, t, now)
             self._check()
             return True
@@ -907,7 +907,6 @@ class Queue(Generic[T]):
                     self._notify(self._release(rec))
                 else:
                     assert now is not None
-                    self._start_timer(rec)
                     self._extend(rec, t, now)
             self._check()
             return [rec is not None for rec in recs]
@@ -1471,14 +1470,6 @@ class Queue(Generic[T]):
         rec.seq = self._timers
         self._delayed[rec.id] = rec
         self._arm_delay(rec)
-
-    def _start_timer(self, rec: Record[T]) -> None:
-        # change_visibility(t > 0) of a delivery that had no deadline (visibility timeout
-        # None) starts its timer now: it takes its place after every timer started before.
-        # One that had a deadline keeps its place (the contract's one timer order).
-        if rec.deadline is None:
-            self._timers += 1
-            rec.seq = self._timers
 
     def _compact(self) -> None:
         # Stale entries outnumber live ones: rebuild from the in-flight and delayed records.

@@ -229,7 +229,7 @@ WITNESSES: Final[dict[QueueClass, Witness]] = {
         _config(vt=1.0),
         [_send("a"), _receive(), _advance(1.0)],
         "observable_state_matches_spec",
-        _OBSERVED + r"visible=\(\), in_flight=\(Item\(id='a'.*deadline=1\.0\),\).* != spec "
+        _OBSERVED + r"visible=\(\), in_flight=\(Item\(id='a'.*deadline=1\.0, visible_at=None\),\).* != spec "
         r"Observed\(visible=\(Item\(id='a'",
         "the deadline passed and the sweep ran: the spec released a, the queue still holds it",
     ),
@@ -294,7 +294,7 @@ WITNESSES: Final[dict[QueueClass, Witness]] = {
         _config(vt=1.0),
         [_send("a"), _receive(), _advance(0.5), _with("change_visibility", 2, timeout=2.0)],
         "observable_state_matches_spec",
-        _OBSERVED + r".*deadline=3\.0\),\).* != spec .*deadline=2\.5\),\)",
+        _OBSERVED + r".*deadline=3\.0, visible_at=None\),\).* != spec .*deadline=2\.5, visible",
         "extended at t=0.5 by 2: the deadline is 2.5 (from now), not 3.0 (added to 1.0)",
     ),
 }
@@ -332,10 +332,17 @@ SEARCH: Final = settings(
 #: (which one does depends on the examples the search draws, so on the machine's strategies).
 #: ReusedReceiptQueue is not listed: the search found it when this file ran alone but not after
 #: some other test modules had run in the same process, so finding it unaided is not a stable
-#: fact; its witness program above catches it deterministically.
+#: fact; its witness program above catches it deterministically. RetryKeepsAttemptQueue was
+#: found until the machine gained the issue-14 rules (delays, batches, purge): with the same
+#: budget the search now spends its steps elsewhere; its witness program catches it.
 FOUND_BY_SEARCH: Final[dict[QueueClass, set[str]]] = {
-    PlainBlockingQueue: {"observable_state_matches_spec", "OneState", "delete", "retry"},
-    RetryKeepsAttemptQueue: {"AttemptsCount", "observable_state_matches_spec", "receive"},
+    PlainBlockingQueue: {
+        "observable_state_matches_spec",
+        "OneState",
+        "delete",
+        "retry",
+        "receive_batch",
+    },
 }
 
 

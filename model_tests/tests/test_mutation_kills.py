@@ -266,6 +266,7 @@ def test_state_count_counts_the_messages_in_one_status() -> None:
     s, _ = spec.cancel(s, "c")
     counts = {status: s.count(status) for status in spec.Status}
     assert counts == {
+        spec.Status.DELAYED: 0,
         spec.Status.VISIBLE: 1,
         spec.Status.IN_FLIGHT: 1,
         spec.Status.DONE: 0,
