@@ -5,7 +5,11 @@
 - a receiver blocked with no timeout is woken by the sweeper thread's redelivery;
 - a sender blocked on a full queue is woken by delete, by cancel and by dead-lettering;
 - many producers and consumers, some of which crash, with a driver moving the clock: nothing is
-  lost, each message is deleted exactly once or dead-lettered, attempts run 1, 2, 3, ...
+  lost, each message is deleted exactly once or dead-lettered, attempts run 1, 2, 3, ...;
+- delays and batches (issue 14): a receiver (or a receive_batch) blocked with no timeout is
+  woken by the sweeper firing a delay; a blocked send_batch wakes only when all its entries fit
+  (room for one of two is not enough, and nothing of the batch is accepted meanwhile); a batch
+  larger than the capacity is a ValueError before any waiting.
 
 To know that a thread is really blocked before acting, the tests use
 :class:`~model_tests.support.ProbeClock`, which logs every wait on it: the queue calls
@@ -27,7 +31,7 @@ import pytest
 import impl
 import spec
 from model_tests.projection import from_snapshot, from_state
-from model_tests.support import BOUND, Call, ProbeClock, Spawn
+from model_tests.support import BOUND, NEVER, Call, ProbeClock, Spawn
 
 
 def _after(barrier: threading.Barrier, fn: Callable[[], object]) -> Callable[[], object]:
@@ -257,3 +261,65 @@ def test_many_producers_and_crashing_consumers_lose_nothing() -> None:
         assert m.attempt == MAX_RECEIVES
     redelivered = sum(1 for a in deliveries.values() if len(a) > 1)
     print(f"{len(snap.done)} deleted, {len(dead)} dead-lettered, {redelivered} redelivered")
+
+
+# -- (e) delays and batches ----------------------------------------------------------------------
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("batch", [False, True], ids=["receive", "receive_batch"])
+def test_blocked_receiver_is_woken_when_a_delay_fires(batch: bool, spawn: Spawn) -> None:
+    """A delayed message becomes visible only when the sweeper fires its delay; that sweep
+    must wake a receiver blocked with no timeout (which the clock moving does not wake)."""
+    clock = ProbeClock()
+    with impl.Queue[str](delay=2.0, clock=clock) as q:
+        q.send("A", id="a")  # the queue's delay
+        q.send("B", id="b", delay=3.0)
+        receiver = spawn((lambda: q.receive_batch(10)) if batch else (lambda: [q.receive()]))
+        assert clock.wait_for_thread(receiver.thread), "the receiver never blocked"
+        assert q.stats().delayed == 2 and not receiver.finished
+        spawn(lambda: clock.advance(2.0)).result()
+        got = receiver.result()  # fails the test if the delay's firing did not wake it
+        assert [(m.id, m.body, m.attempt) for m in got] == [("a", "A", 1)]
+        assert [m.id for m in q.snapshot().delayed] == ["b"]
+
+
+@pytest.mark.timeout(60)
+def test_blocked_send_batch_wakes_only_when_all_its_entries_fit(spawn: Spawn) -> None:
+    clock = ProbeClock()
+    with impl.Queue[str](capacity=3, clock=clock) as q:
+        for x in ("a", "b", "c"):
+            q.send(x.upper(), id=x)
+        a, b = q.receive(), q.receive()
+        sender = spawn(lambda: q.send_batch([impl.Entry("D", id="d"), impl.Entry("E", id="e")]))
+        name = sender.thread.name
+        assert clock.wait_for_thread(sender.thread), "the sender never blocked"
+        waits = {id(c) for c in clock.calls if c.thread == name}
+        assert q.delete(a.receipt)  # room for one: not enough
+        # The delete may wake the sender (one slot can enable a single send); it then finds room
+        # for one of its two entries, accepts none and waits again. Once it waits again (logged
+        # with the lock held) and we hold the lock, it is asleep: nothing of the batch was
+        # accepted. (A queue that knows the sender needs two need not wake it at all: then this
+        # waits NEVER seconds for a wait that does not come, and the sender still sleeps.)
+        clock.wait_for_call(lambda c: c.thread == name and id(c) not in waits, timeout=NEVER)
+        with q.mutex:
+            assert not sender.finished
+            snap = q.snapshot()
+        assert not {"d", "e"} & {m.id for m in (*snap.visible, *snap.in_flight)}
+        assert q.stats().visible == 1
+        assert q.delete(b.receipt)  # room for both
+        assert sender.result() == ["d", "e"]
+        assert [m.id for m in q.snapshot().visible] == ["c", "d", "e"]
+
+
+@pytest.mark.timeout(60)
+def test_a_batch_larger_than_the_capacity_is_a_value_error_before_waiting(spawn: Spawn) -> None:
+    clock = ProbeClock()
+    with impl.Queue[str](capacity=2, clock=clock) as q:
+        entries = [impl.Entry(x, id=x.lower()) for x in "ABC"]
+        call = spawn(lambda: q.send_batch(entries))  # blocking, no timeout
+        with pytest.raises(ValueError, match="capacity"):
+            call.result()
+        assert not [c for c in clock.calls if c.thread == call.thread.name], "it waited"
+        assert q.stats() == impl.Stats(0, 0, 0, 0, 0, 0)
+        assert q.send_batch(entries[:2]) == ["a", "b"]  # no id of the refused batch was taken
