@@ -16,8 +16,8 @@ breaks ties between equal due times), so :func:`to_state` rebuilds it: the previ
 order for every timer still running (the same delay, or the same delivery: a delivery holds
 its receive's place even without a deadline), then the timers started by the last step, delays
 in send order and then deliveries in delivery order. One step starts the timers of one
-operation only, so this is the order it started them in. Whether the impl *fires* timers in that order is what the lockstep compares, step by
-step, through the observable state.
+operation only, so this is the order it started them in. Whether the impl *fires* timers in
+that order is what the lockstep compares, step by step, through the observable state.
 """
 
 from __future__ import annotations
