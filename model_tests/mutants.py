@@ -11,8 +11,8 @@ catalogue is teaching material (read a mutant beside the method it breaks) and t
 the checks have teeth.
 
 Every mutant takes the constructor arguments of ``impl.Queue`` (``capacity``,
-``visibility_timeout``, ``max_receives``, ``clock``), so any test that can build a queue can
-build a mutant instead: ``MUTANTS`` maps each name to its class. Mutants touch the queue's
+``visibility_timeout``, ``max_receives``, ``delay``, ``clock``), so any test that can build a
+queue can build a mutant instead: ``MUTANTS`` maps each name to its class. Mutants touch the queue's
 private state exactly as ``impl.Queue``'s own hooks do, under ``self.mutex``; they are
 deliberately broken, but never in more than the one way they are named after. (A hook they
 replace whole does not call ``Queue.record_trace``'s sink: trace validation is not among the
@@ -35,6 +35,11 @@ Classic bugs of the same family: :class:`CapacityFreedOnReceiveQueue`,
 :class:`DeadLetterOffByOneQueue`, :class:`ExtendAddsQueue`. (Pitfall 6, claiming exactly-once,
 is a claim, not code: ``model_tests/tests/test_understanding.py`` Q1 shows the duplicate that
 refutes it.)
+
+Delays, batches and purge (issue 14): :class:`EarlyDelayQueue`,
+:class:`SeparateTimerOrderQueue`, :class:`PurgeMissesDelayedQueue`,
+:class:`PrefixSendBatchQueue`, :class:`SplitReceiveBatchQueue`,
+:class:`DeleteBatchStopsQueue`.
 """
 
 from __future__ import annotations
@@ -390,6 +395,174 @@ class ExtendAddsQueue(Queue[T]):
         self._arm(rec)
 
 
+# =============================================================================================
+# Delays, batches and purge (issue 14)
+# =============================================================================================
+
+
+class EarlyDelayQueue(Queue[T]):
+    """MUTANT: a delayed message becomes visible one tick (``TICK`` seconds) before its
+    ``visible_at``.
+
+    The bug: the delay's timer is armed for ``visible_at - TICK``, the kind of off-by-one a
+    timer wheel with a coarse tick makes ("fire in the tick that contains the due time", taken
+    from the start of that tick). The message's ``visible_at`` is right, so a snapshot of the
+    delayed message looks right; it only becomes deliverable too soon. The contract's
+    ``DelayHonoured``: a message is never visible or delivered before its ``visible_at``. (A
+    deadline that fired early would break at-least-once less visibly; a delay firing early
+    breaks every "retry in 30 seconds" built on it.)
+
+    Why the checks see it: the lockstep test sends with a delay of 1 and moves the clock a
+    quarter short of it ("before" a timer): the queue's sweep makes the message visible, and
+    the lockstep's ``DelayHonoured`` invariant (checked on the queue's state after every step)
+    finds it visible at 0.75, before its ``visible_at`` 1.0.
+    """
+
+    TICK: Final = 0.25
+
+    def _arm_delay(self, rec: Record[T]) -> None:
+        self._push_timer((rec.visible_at - self.TICK, rec.seq, rec.id, 0))  # BUG: - TICK
+
+
+class SeparateTimerOrderQueue(Queue[T]):
+    """MUTANT: delays and deadlines are ordered separately; at equal due times every delay
+    fires before every deadline.
+
+    The bug: what a sweeper with two heaps does when it drains the delay heap first, then the
+    deadline heap (here: delays sort before any deadline at the same due time, each kind in its
+    own start order). Each kind is in order; together they are not. The contract has one order
+    for both kinds: by due time, ties in the order the timers were started. So a message whose
+    delivery timed out at t and one whose delay ended at t re-enter the visible FIFO in the
+    wrong order when the receive came first, and ``FifoVisible`` (ordered by the time each
+    message re-entered) disagrees with the spec.
+
+    Why the checks see it: the lockstep test receives a (deadline 1), then sends b with a delay
+    of 1 (due 1 too, its timer started after a's) and advances to 1: the spec's visible FIFO
+    is a, b; the queue's is b, a; the comparison of the observable state fails.
+    """
+
+    def _arm_delay(self, rec: Record[T]) -> None:
+        # BUG: every delay sorts before every deadline (seqs are > 0): two orders, not one.
+        self._push_timer((rec.visible_at, rec.seq - 2**62, rec.id, 0))
+
+
+class PurgeMissesDelayedQueue(Queue[T]):
+    """MUTANT: ``purge`` cancels the visible and in-flight messages and forgets the delayed ones.
+
+    The bug: purge written before delays existed ("everything in the FIFO and everything
+    handed out"), not updated when a third active state came: the delayed messages survive the
+    purge, hold their slots, and appear later, after the user was told the queue was emptied.
+    The contract: every active message (``DELAYED``, ``VISIBLE``, ``IN_FLIGHT``) becomes
+    ``CANCELLED``, and purge returns how many.
+
+    Why the checks see it: the lockstep test purges a queue holding a delayed message; the spec
+    counts it and this queue does not, so the purge rule's comparison of the counts fails.
+    """
+
+    def _purge(self) -> int:
+        count = 0
+        for group in (self._visible, self._in_flight):  # BUG: self._delayed is forgotten
+            for rec in group.values():
+                rec.deadline = None
+            self._cancelled.update(group)
+            count += len(group)
+            group.clear()
+        return count
+
+
+class PrefixSendBatchQueue(Queue[T]):
+    """MUTANT: a ``send_batch`` that does not fit accepts the entries that do (a prefix).
+
+    The bug: "send as many as there is room for" is SQS's partial batch success carried over to
+    a bounded queue: the caller asked for all or none, gets some, and (returning only the ids it
+    accepted) must now work out which of its messages are in the queue and resend the rest,
+    racing other senders for the room. The contract's ``send_batch`` is all or none (and
+    ``BatchAtomic``: a rejected batch changes nothing).
+
+    Why the checks see it: the lockstep test sends a batch of two to a queue with one free
+    slot; the spec rejects it, this queue accepts the first entry and returns one id, and the
+    send_batch rule's check that every entry got an id fails.
+    """
+
+    def _accepts(self, n: int) -> int:
+        cap = self.capacity
+        if cap is None:
+            return n
+        active = len(self._visible) + len(self._in_flight) + len(self._delayed)
+        return max(0, min(n, cap - active))  # BUG: what fits, not all or none
+
+
+class SplitReceiveBatchQueue(Queue[T]):
+    """MUTANT: ``receive_batch`` is a loop of single receives that drops the lock between them.
+
+    The bug: a batch built from the single operation, releasing the lock after each message
+    ("so other consumers are not held up"). Each delivery is atomic; the batch is not: another
+    consumer can receive in the window, so the batch comes back with a hole in its FIFO run (a,
+    c while b went elsewhere), which no order of whole operations produces. The contract's
+    ``BatchAtomic``: no other operation interleaves with a batch's entries. TLC's teaching model
+    ``tla/QueueBatchSplit.tla`` finds the same interleaving.
+
+    ``between`` (a keyword argument of the constructor, as for :class:`SplitReceiveQueue`) runs
+    in each window with the lock released, so a test places another consumer's receive there
+    deterministically.
+
+    Why the checks see it: single-threaded, nothing runs in the windows and every sequential
+    check passes; the linearizability checker, with a batch as one operation, rejects the
+    concurrent history.
+    """
+
+    def __init__(
+        self,
+        capacity: int | None = None,
+        visibility_timeout: float | None = 30.0,
+        max_receives: int | None = None,
+        delay: float = 0.0,
+        clock: Clock | None = None,
+        *,
+        between: Callable[[], object] = _nothing,
+    ) -> None:
+        super().__init__(capacity, visibility_timeout, max_receives, delay, clock)
+        self.between = between
+
+    def _deliver_batch(self, n: int, deadline: float | None) -> list[Record[T]]:
+        recs = [self._deliver(deadline)]
+        while len(recs) < n:
+            self.mutex.release()  # BUG: the window between two deliveries of one batch
+            try:
+                self.between()
+            finally:
+                self.mutex.acquire()
+            if not self._visible:
+                break
+            recs.append(self._deliver(deadline))
+        return recs
+
+
+class DeleteBatchStopsQueue(Queue[T]):
+    """MUTANT: ``delete_batch`` stops at the first receipt that is not live: every receipt
+    after it gives ``False`` and deletes nothing.
+
+    The bug: a loop that breaks on the first failure ("the batch failed") where each entry is
+    its own delete. One stale receipt in a batch then leaves the live deliveries behind it
+    undeleted, to be redelivered when their timeouts expire: duplicates nobody asked for. The
+    contract: each receipt as ``delete``, in order, in one step; the results are independent.
+
+    Why the checks see it: the lockstep test deletes a batch (a, a, b) with both live: the
+    spec says (True, False, True), this queue (True, False, False), and the delete_batch
+    rule's comparison of the results fails.
+    """
+
+    def _to_delete_batch(self, receipts: list[Receipt]) -> list[Record[T] | None]:
+        recs: list[Record[T] | None] = []
+        for receipt in receipts:
+            if recs and recs[-1] is None:
+                recs.append(None)  # BUG: gave up at the first receipt that was not live
+                continue
+            rec = self._to_delete(receipt)
+            recs.append(None if rec is not None and any(rec is r for r in recs) else rec)
+        return recs
+
+
 _ALL: tuple[type[Queue[Any]], ...] = (
     PlainBlockingQueue,
     SplitReceiveQueue,
@@ -405,6 +578,12 @@ _ALL: tuple[type[Queue[Any]], ...] = (
     RetryKeepsAttemptQueue,
     DeadLetterOffByOneQueue,
     ExtendAddsQueue,
+    EarlyDelayQueue,
+    SeparateTimerOrderQueue,
+    PurgeMissesDelayedQueue,
+    PrefixSendBatchQueue,
+    SplitReceiveBatchQueue,
+    DeleteBatchStopsQueue,
 )
 
 #: Every mutant by name (its class name), in the order of the module docstring.

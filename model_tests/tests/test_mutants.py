@@ -37,13 +37,14 @@ import pytest
 from hypothesis import HealthCheck, Phase, settings
 from hypothesis.stateful import run_state_machine_as_test
 
-from impl import FakeClock, Message, Queue
+from impl import Entry, FakeClock, Message, Queue
 from model_tests import mutants
 from model_tests.linearizability import (
     HistoryRecorder,
     Linearizable,
     NotLinearizable,
     QueueAdapter,
+    Verdict,
     check,
     format_history,
 )
@@ -51,14 +52,20 @@ from model_tests.mutants import (
     MUTANTS,
     CapacityFreedOnReceiveQueue,
     DeadLetterOffByOneQueue,
+    DeleteBatchStopsQueue,
     DeleteByIdQueue,
+    EarlyDelayQueue,
     ExpiredToHeadQueue,
     ExtendAddsQueue,
     ForgetfulSweeperQueue,
     PlainBlockingQueue,
     PollingSweeperQueue,
+    PrefixSendBatchQueue,
+    PurgeMissesDelayedQueue,
     RetryKeepsAttemptQueue,
     ReusedReceiptQueue,
+    SeparateTimerOrderQueue,
+    SplitReceiveBatchQueue,
     SplitReceiveQueue,
     SwapRemoveCancelQueue,
     UnarmedDeadlineQueue,
@@ -145,6 +152,8 @@ class Witness:
 def _argument(value: object, results: list[object]) -> object:
     if isinstance(value, ReceiptOfStep):
         return results[value.step]
+    if isinstance(value, list):  # a batch rule's receipts
+        return [_argument(v, results) for v in value]
     if isinstance(value, Draws):
         return _Drawer(value.values)
     return value
@@ -182,8 +191,21 @@ def run_witness(queue_class: QueueClass, w: Witness) -> Failure | None:
         m.teardown()
 
 
-def _send(id: str, pair: int = 0) -> Step:
-    return ("send", {"pair": pair, "id": id, "body": id.upper()})
+def _send(id: str, pair: int = 0, delay: float | None = None) -> Step:
+    if delay is None:
+        return ("send", {"pair": pair, "id": id, "body": id.upper()})
+    return ("send", {"pair": pair, "id": id, "body": id.upper(), "delay": delay})
+
+
+def _send_batch(*ids: str, pair: int = 0) -> Step:
+    # The rule draws each entry's id, body and delay ("default": the queue's).
+    draws = tuple(v for id in ids for v in (id, id.upper(), "default"))
+    return ("send_batch", {"pair": pair, "data": Draws(draws), "size": len(ids)})
+
+
+def _purge(pair: int = 0) -> Step:
+    # The rule draws "purge now?" (0: yes).
+    return ("purge", {"pair": pair, "data": Draws((0,))})
 
 
 def _receive(pair: int = 0, vt: object = "default") -> Step:
@@ -229,7 +251,8 @@ WITNESSES: Final[dict[QueueClass, Witness]] = {
         _config(vt=1.0),
         [_send("a"), _receive(), _advance(1.0)],
         "observable_state_matches_spec",
-        _OBSERVED + r"visible=\(\), in_flight=\(Item\(id='a'.*deadline=1\.0, visible_at=None\),\).* != spec "
+        _OBSERVED
+        + r"visible=\(\), in_flight=\(Item\(id='a'.*deadline=1\.0, visible_at=None\),\).* != spec "
         r"Observed\(visible=\(Item\(id='a'",
         "the deadline passed and the sweep ran: the spec released a, the queue still holds it",
     ),
@@ -296,6 +319,51 @@ WITNESSES: Final[dict[QueueClass, Witness]] = {
         "observable_state_matches_spec",
         _OBSERVED + r".*deadline=3\.0, visible_at=None\),\).* != spec .*deadline=2\.5, visible",
         "extended at t=0.5 by 2: the deadline is 2.5 (from now), not 3.0 (added to 1.0)",
+    ),
+    EarlyDelayQueue: Witness(
+        _config(),
+        [_send("a", delay=1.0), _advance(0.75)],
+        "DelayHonoured",
+        r"DelayHonoured: 'a' became VISIBLE at 0\.75, before its visible_at 1\.0",
+        "a quarter before a's visible_at the spec still has it delayed; the queue made it visible",
+    ),
+    SeparateTimerOrderQueue: Witness(
+        _config(vt=1.0),
+        [_send("a"), _receive(), _send("b", delay=1.0), _advance(1.0)],
+        "observable_state_matches_spec",
+        _OBSERVED + r"visible=\(Item\(id='b'.*Item\(id='a'.* != spec "
+        r"Observed\(visible=\(Item\(id='a'.*Item\(id='b'",
+        "a's deadline and b's delay are both due at 1, a's timer started first: a, then b",
+    ),
+    PurgeMissesDelayedQueue: Witness(
+        _config(),
+        [_send("a", delay=1.0), _send("b"), _purge()],
+        "purge",
+        r"assert 1 == 2",
+        "the purge must cancel the delayed a too: 2, not 1",
+    ),
+    PrefixSendBatchQueue: Witness(
+        _config(capacity=2),
+        [_send("a"), _send_batch("b", "c")],
+        "send_batch",
+        r"assert \(1 == 2\)\n \+  where 1 = len\(\['b'\]\)",
+        "one slot free, a batch of two: rejected whole by the spec, b accepted by the queue",
+    ),
+    DeleteBatchStopsQueue: Witness(
+        _config(),
+        [
+            _send("a"),
+            _send("b"),
+            _receive(),
+            _receive(),
+            (
+                "delete_batch",
+                {"tickets": [ReceiptOfStep(3), ReceiptOfStep(3), ReceiptOfStep(4)], "other": False},
+            ),
+        ],
+        "delete_batch",
+        r"\[True, False, False\] == \[True, False, True\]",
+        "a's receipt twice, then b's: (True, False, True); the queue stops at the False",
     ),
 }
 
@@ -488,6 +556,70 @@ def test_mutant_split_receive_check_passes_on_the_real_queue() -> None:
 
 
 # =============================================================================================
+# Issue 14: a receive_batch that drops the lock between its messages
+# =============================================================================================
+
+
+def split_receive_batch(
+    queue_class: QueueClass,
+) -> tuple[list[object], Verdict]:
+    """The check of ``BatchAtomic`` for receive_batch: the linearizability checker's verdict on
+    a concurrent history, with a batch as one operation (and what each call returned).
+
+    A producer sends a, b, c; consumer c1 asks for two in one ``receive_batch``; a second
+    consumer c2 receives once, inside c1's call: on the mutant in the window it opens between
+    the batch's two deliveries (its ``between``), on any other queue just before c1's
+    critical section (the real queue has no window). Either way c2's call lies inside c1's.
+    """
+    rec = HistoryRecorder(QueueAdapter(visibility_timeout=None))
+    errors: list[BaseException] = []
+
+    def c2() -> None:
+        try:
+            rec.call("c2", "receive", q.receive, block=False)
+        except BaseException as e:
+            errors.append(e)
+
+    def run_c2() -> None:
+        t = threading.Thread(target=c2, name="c2", daemon=True)
+        t.start()
+        t.join(BOUND)
+        assert not t.is_alive(), "c2's receive did not return"
+
+    split = queue_class is SplitReceiveBatchQueue
+    kwargs: dict[str, Any] = {"between": run_c2} if split else {}
+    q: Queue[str] = queue_class(visibility_timeout=None, clock=FakeClock(), **kwargs)
+
+    def c1_batch(n: int, *, block: bool) -> list[Message[str]]:
+        if not split:
+            run_c2()
+        return q.receive_batch(n, block=block)
+
+    with q:
+        rec.call("producer", "send_batch", q.send_batch, [Entry(x.upper(), id=x) for x in "abc"])
+        rec.call("c1", "receive_batch", c1_batch, 2, block=False)
+    assert not errors, errors
+    got = [c.value for c in rec.calls() if c.thread != "producer"]
+    return got, check(rec.history())
+
+
+def test_mutant_split_receive_batch_is_not_linearizable() -> None:
+    got, verdict = split_receive_batch(SplitReceiveBatchQueue)
+    delivered = [
+        [m.id for m in v] if isinstance(v, list) else cast(Message[str], v).id for v in got
+    ]
+    assert sorted(delivered, key=str) == [["a", "c"], "b"]  # a hole in c1's FIFO run
+    assert isinstance(verdict, NotLinearizable), verdict
+    # Already when c2 returns b: a whole batch would have taken a and b, or nothing yet.
+    assert (verdict.culprit.thread, verdict.culprit.op.result) == ("c2", ("b", "B", 1))
+
+
+def test_mutant_split_receive_batch_check_passes_on_the_real_queue() -> None:
+    _, verdict = split_receive_batch(Queue)
+    assert isinstance(verdict, Linearizable), verdict
+
+
+# =============================================================================================
 # Pitfall 5: a lost wakeup, and a sweeper that polls
 # =============================================================================================
 
@@ -597,6 +729,7 @@ def test_mutant_idle_sweeper_check_passes_on_the_real_queue() -> None:
 CAUGHT_BY: Final[dict[QueueClass, str]] = {
     **{m: "test_mutant_fails_the_lockstep_checks" for m in WITNESSES},
     SplitReceiveQueue: "test_mutant_split_receive_is_not_linearizable",
+    SplitReceiveBatchQueue: "test_mutant_split_receive_batch_is_not_linearizable",
     ForgetfulSweeperQueue: "test_mutant_forgetful_sweeper_loses_a_wakeup",
     PollingSweeperQueue: "test_mutant_polling_sweeper_never_sleeps_for_good",
 }
