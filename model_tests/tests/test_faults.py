@@ -45,7 +45,18 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import spec
-from impl import DuplicateIdError, Empty, Full, Health, Message, Queue, ShutDown, Snapshot, Stats
+from impl import (
+    DuplicateIdError,
+    Empty,
+    Entry,
+    Full,
+    Health,
+    Message,
+    Queue,
+    ShutDown,
+    Snapshot,
+    Stats,
+)
 from model_tests.faults import (
     FailingClock,
     FailingSink,
@@ -77,9 +88,21 @@ Injection: TypeAlias = tuple[Point, int, Fault | None]
 DEFAULT: Final = "default"
 Vt: TypeAlias = float | Literal["default"] | None
 OpName: TypeAlias = Literal[
-    "send", "receive", "delete", "retry", "change_visibility", "cancel", "sweep"
+    "send",
+    "send_batch",
+    "receive",
+    "receive_batch",
+    "delete",
+    "delete_batch",
+    "retry",
+    "change_visibility",
+    "change_visibility_batch",
+    "cancel",
+    "purge",
+    "sweep",
 ]
 RECEIPT_OPS: Final = frozenset({"delete", "retry", "change_visibility"})
+BATCH_RECEIPT_OPS: Final = frozenset({"delete_batch", "change_visibility_batch"})
 ANY_ID_OPS: Final = RECEIPT_OPS | {"cancel"}
 Bystander: TypeAlias = Literal["receiver", "sender"]
 BYSTANDER: Final = "bystander"
@@ -112,7 +135,10 @@ class Op:
     ``id``: send's id (``None``: generated), or the message a receipt operation or cancel
     names. Receipt operations use the receipt of the message's current delivery, or with
     ``stale`` the one before it. ``vt``: receive's visibility timeout. ``t``: change_visibility's
-    timeout; for ``sweep``, how far the clock moves (waking nobody) before it.
+    timeout; for ``sweep``, how far the clock moves (waking nobody) before it; for ``send``
+    and ``send_batch``, the delay (0: none). The batches (issue 14): ``ids`` are a send_batch's
+    ids (``""``: generated), or the messages a delete_batch or change_visibility_batch names
+    (each with ``t``); ``n`` is receive_batch's ``max_messages``.
     """
 
     name: OpName
@@ -120,10 +146,21 @@ class Op:
     vt: Vt = DEFAULT
     t: float = 0.0
     stale: bool = False
+    ids: tuple[str, ...] = ()
+    n: int = 2
 
     def __str__(self) -> str:
-        args = {"send": f"id={self.id}", "receive": f"vt={self.vt}", "sweep": f"after {self.t}"}
-        extra = f", t={self.t}" if self.name == "change_visibility" else ""
+        args = {
+            "send": f"id={self.id}",
+            "receive": f"vt={self.vt}",
+            "receive_batch": f"{self.n}, vt={self.vt}",
+            "sweep": f"after {self.t}",
+            "purge": "",
+        }
+        if self.name in ("send_batch", *BATCH_RECEIPT_OPS):
+            args[self.name] = f"{list(self.ids)}"
+        timed = ("change_visibility", "change_visibility_batch", "send", "send_batch")
+        extra = f", t={self.t}" if self.name in timed and self.t else ""
         stale = " (stale)" if self.stale else ""
         return f"{self.name}({args.get(self.name, self.id)}{extra}){stale}"
 
@@ -157,6 +194,7 @@ class Prepared:
     run: Callable[[], object]
     attempt: int
     now: float
+    receipts: tuple[tuple[str, int], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -168,8 +206,8 @@ class Observation:
     dead: tuple[Message[str], ...]
 
 
-def body(op: Op) -> str:
-    return f"body-{op.id or 'generated'}"
+def body(op: Op, id: str | None = None) -> str:
+    return f"body-{id or op.id or 'generated'}"
 
 
 def current_attempt(snap: Snapshot[str], id: str) -> int:
@@ -301,10 +339,32 @@ def prepare(w: World, op: Op) -> Prepared:
     if op.name in RECEIPT_OPS:
         assert op.id is not None
         attempt = max(current_attempt(q.snapshot(), op.id) - op.stale, 0)
+    receipts = tuple(
+        (id, max(current_attempt(q.snapshot(), id) - op.stale, 0))
+        for id in (op.ids if op.name in BATCH_RECEIPT_OPS else ())
+    )
     run: Callable[[], object]
     match op.name:
         case "send":
-            run = partial(q.send, body(op), id=op.id, block=False)
+            if op.t:
+                run = partial(q.send, body(op), id=op.id, delay=op.t, block=False)
+            else:
+                run = partial(q.send, body(op), id=op.id, block=False)
+        case "send_batch":
+            entries = [Entry(body(op, id), id=id or None, delay=op.t or None) for id in op.ids]
+            run = partial(q.send_batch, entries, block=False)
+        case "receive_batch":
+            if op.vt == DEFAULT:
+                run = partial(q.receive_batch, op.n, block=False)
+            else:
+                run = partial(q.receive_batch, op.n, block=False, visibility_timeout=op.vt)
+        case "delete_batch":
+            run = partial(q.delete_batch, [q.receipt(id, a) for id, a in receipts])
+        case "change_visibility_batch":
+            changes = [(q.receipt(id, a), op.t) for id, a in receipts]
+            run = partial(q.change_visibility_batch, changes)
+        case "purge":
+            run = q.purge
         case "receive":
             if op.vt == DEFAULT:
                 run = partial(q.receive, block=False)
@@ -326,7 +386,7 @@ def prepare(w: World, op: Op) -> Prepared:
             if op.t:
                 w.advance(op.t, wake=False)
             run = q.sweep
-    return Prepared(op, run, attempt, w.clock.inner.now())
+    return Prepared(op, run, attempt, w.clock.inner.now(), receipts)
 
 
 def model(s: spec.State, p: Prepared, outcome: Outcome, setup: Setup) -> tuple[spec.State, object]:
@@ -340,7 +400,24 @@ def model(s: spec.State, p: Prepared, outcome: Outcome, setup: Setup) -> tuple[s
             if id is None:
                 made = outcome.value if isinstance(outcome, Returned) else None
                 id = made if isinstance(made, str) else "never-accepted"
-            return spec.send(s, id, body(op))
+            return spec.send(s, id, body(op), op.t, p.now)
+        case "send_batch":
+            made = outcome.value if isinstance(outcome, Returned) else None
+            ids = made if isinstance(made, list) else [id or "never-accepted" for id in op.ids]
+            pairs = zip(ids, op.ids, strict=True)
+            entries = tuple((id, body(op, given), op.t) for id, given in pairs)
+            return spec.send_batch(s, entries, p.now)
+        case "receive_batch":
+            vt = setup.vt if op.vt == DEFAULT else op.vt
+            after, ds = spec.receive_batch(s, p.now, op.n, vt)
+            return after, tuple((d.id, d.body, d.attempt) for d in ds)
+        case "delete_batch":
+            return spec.delete_batch(s, [spec.Receipt(s.queue, id, a) for id, a in p.receipts])
+        case "change_visibility_batch":
+            changes = [(spec.Receipt(s.queue, id, a), op.t) for id, a in p.receipts]
+            return spec.change_visibility_batch(s, changes, p.now)
+        case "purge":
+            return spec.purge(s)
         case "receive":
             vt = setup.vt if op.vt == DEFAULT else op.vt
             after, d = spec.receive(s, p.now, vt)
@@ -363,18 +440,29 @@ def result_of(op: Op, outcome: Outcome) -> object:
     finds nothing ``None``, a delivery ``(id, body, attempt)``. Anything else raised fails."""
     if isinstance(outcome, Raised):
         e = outcome.error
-        if op.name == "send" and isinstance(e, Full | DuplicateIdError):
+        if op.name in ("send", "send_batch") and isinstance(e, Full | DuplicateIdError):
             return False
         if op.name == "receive" and isinstance(e, Empty):
             return None
+        if op.name == "receive_batch" and isinstance(e, Empty):
+            return ()
         raise AssertionError(f"{op} raised {e!r}") from e
     value = outcome.value
     if op.name == "send":
         assert isinstance(value, str)
         return True
+    if op.name == "send_batch":
+        assert isinstance(value, list) and len(value) == len(op.ids)
+        return True
     if op.name == "receive":
         assert isinstance(value, Message)
         return (value.id, value.body, value.attempt)
+    if op.name == "receive_batch":
+        assert isinstance(value, list)
+        return tuple((m.id, m.body, m.attempt) for m in value)
+    if op.name in BATCH_RECEIPT_OPS:
+        assert isinstance(value, list)
+        return tuple(value)
     return value
 
 
@@ -670,6 +758,123 @@ CASES: Final = (
         reaches="now sink",
     ),
     case("sweep, nothing due", Op("sweep", t=1.0), *A_RECEIVED, reaches="now"),
+    # -- issue 14: delays, batches, purge ----------------------------------------------------
+    case(
+        "send with a delay starting the sweeper",
+        Op("send", "a", t=2.0),
+        bystander="receiver",
+        vt=None,
+        reaches="now start sink",
+    ),
+    case(
+        "send with a delay, sweeper running",
+        Op("send", "b", t=2.0),
+        Op("send", "a", t=1.0),
+        reaches="now sink",
+    ),
+    case(
+        "sweep firing a delay and a deadline",
+        Op("sweep", t=10.0),
+        Op("send", "b", t=5.0),
+        *A_RECEIVED,
+        bystander="receiver",
+        reaches="now sink",
+    ),
+    case(
+        "send_batch",
+        Op("send_batch", ids=("a", "", "c")),
+        bystander="receiver",
+        capacity=3,
+        reaches="sink",
+    ),
+    case(
+        "send_batch with delays starting the sweeper",
+        Op("send_batch", ids=("a", "b"), t=1.0),
+        vt=None,
+        reaches="now start sink",
+    ),
+    case(
+        "send_batch when it does not fit",
+        Op("send_batch", ids=("c", "d")),
+        send("a"),
+        send("b"),
+        bystander="sender",
+        capacity=2,
+    ),
+    case("send_batch of a taken id", Op("send_batch", ids=("b", "a")), send("a")),
+    case(
+        "receive_batch starting the sweeper",
+        Op("receive_batch", n=2),
+        send("a"),
+        send("b"),
+        send("c"),
+        reaches="now start sink",
+    ),
+    case(
+        "receive_batch, vt None",
+        Op("receive_batch", vt=None, n=10),
+        send("a"),
+        send("b"),
+        reaches="sink",
+    ),
+    case("receive_batch when empty", Op("receive_batch"), bystander="receiver"),
+    case(
+        "delete_batch",
+        Op("delete_batch", ids=("a", "a", "b")),
+        send("a"),
+        send("b"),
+        receive(),
+        receive(),
+        bystander="sender",
+        capacity=2,
+        reaches="sink",
+    ),
+    case(
+        "delete_batch, stale receipts",
+        Op("delete_batch", ids=("a",), stale=True),
+        *A_RECEIVED,
+        reaches="sink",
+    ),
+    case(
+        "change_visibility_batch releasing",
+        Op("change_visibility_batch", ids=("a", "b", "a")),
+        send("a"),
+        send("b"),
+        receive(),
+        receive(),
+        bystander="receiver",
+        reaches="sink",
+    ),
+    case(
+        "change_visibility_batch releasing, dead-letters",
+        Op("change_visibility_batch", ids=("a",)),
+        *A_RECEIVED,
+        bystander="sender",
+        capacity=1,
+        max_receives=1,
+        reaches="sink",
+    ),
+    case(
+        "change_visibility_batch t > 0 starting the sweeper",
+        Op("change_visibility_batch", ids=("a", "b"), t=4.0),
+        send("a"),
+        send("b"),
+        receive(),
+        receive(),
+        vt=None,
+        reaches="now start sink",
+    ),
+    case(
+        "purge of every state",
+        Op("purge"),
+        Op("send", "d", t=3.0),
+        *A_RECEIVED,
+        send("b"),
+        bystander="sender",
+        capacity=3,
+        reaches="sink",
+    ),
+    case("purge of nothing", Op("purge"), bystander="receiver", reaches="sink"),
 )
 
 
