@@ -972,7 +972,7 @@ def test_faults_after_random_prefixes(
 # Blocking calls: faults before, during and after the wait
 # =============================================================================================
 
-Kind: TypeAlias = Literal["receive", "send"]
+Kind: TypeAlias = Literal["receive", "send", "receive_batch", "send_batch"]
 Ending: TypeAlias = Literal["work", "timeout"]
 
 
@@ -987,26 +987,44 @@ def blocking_exercise(
     slot freed), or the clock runs out its timeout. With a fault at any point of the blocked
     call: it raises that fault and changes nothing; the work goes to the second blocked caller
     (a bystander) if there is one (the failed waiter must not swallow the notify), else the
-    retried call gets it."""
-    setup = Setup(capacity=None, vt=10.0) if kind == "receive" else Setup(capacity=1, vt=None)
-    op = receive() if kind == "receive" else send("y")
-    by_kind: Bystander = "receiver" if kind == "receive" else "sender"
+    retried call gets it.
+
+    The batches (issue 14): a receive_batch blocks as a receive does; a send_batch of two
+    blocks on a queue full with two deliveries, and one delete_batch frees both slots."""
+    receiving = kind in ("receive", "receive_batch")
+    setup = (
+        Setup(capacity=None, vt=10.0)
+        if receiving
+        else Setup(capacity=1 if kind == "send" else 2, vt=None)
+    )
+    op = {
+        "receive": receive(),
+        "send": send("y"),
+        "receive_batch": Op("receive_batch", n=2),
+        "send_batch": Op("send_batch", ids=("y", "w")),
+    }[kind]
+    by_kind: Bystander = "receiver" if receiving else "sender"
     with failing_thread_start(None) as starts:
         w = World(setup, starts)
         q = w.q
         calls: list[Call[object]] = []
         try:
-            held = None
-            if kind == "send":
-                q.send("x", id="x")
-                held = q.receive(block=False)
+            held: list[Message[str]] = []
+            if not receiving:
+                q.send_batch([Entry("x", id="x"), Entry("z", id="z")][: setup.capacity])
+                held = q.receive_batch(2, block=False)
             s = w.state()
             w.arm(fault, OP_THREAD)
             fn: Callable[[], object]
             if kind == "receive":
                 fn = partial(q.receive, timeout=timeout)
-            else:
+            elif kind == "receive_batch":
+                fn = partial(q.receive_batch, 2, timeout=timeout)
+            elif kind == "send":
                 fn = partial(q.send, body(op), id="y", timeout=timeout)
+            else:
+                entries = [Entry(body(op, id), id=id) for id in op.ids]
+                fn = partial(q.send_batch, entries, timeout=timeout)
             call = Call(fn, OP_THREAD)
             w.blocked(call)
             by = None
@@ -1015,12 +1033,13 @@ def blocking_exercise(
                 calls.append(by)
             now = w.clock.inner.now()
             if ending == "work":
-                if held is None:
+                if not held:
                     q.send("m", id="m")
                     s = spec.send(s, "m", "m")[0]
                 else:
-                    assert q.delete(held.receipt)
-                    s = spec.delete(s, spec.Receipt(0, held.id, held.attempt))[0]
+                    assert all(q.delete_batch([m.receipt for m in held]))
+                    done = [spec.Receipt(0, m.id, m.attempt) for m in held]
+                    s = spec.delete_batch(s, done)[0]
             else:
                 assert timeout is not None
                 w.advance(timeout, wake=True)
@@ -1058,13 +1077,23 @@ def blocking_exercise(
     return counts
 
 
-@pytest.mark.parametrize("with_bystander", [False, True], ids=["alone", "bystander"])
+#: The blocked calls, and whether a bystander (a single receive or send) may stand beside
+#: it. Not beside a send_batch: the freed slots go to whichever sender runs first, and a
+#: single sender that takes one leaves the batch blocked for good (both are correct).
+BLOCKED: Final = [
+    pytest.param(kind, by, id=f"{kind}-{'bystander' if by else 'alone'}")
+    for kind in ("receive", "send", "receive_batch", "send_batch")
+    for by in (False, True)
+    if not (kind == "send_batch" and by)
+]
+
+
 @pytest.mark.parametrize(
     ("timeout", "ending"),
     [(None, "work"), (5.0, "work"), (5.0, "timeout")],
     ids=["no-timeout", "timeout-work", "timeout-runs-out"],
 )
-@pytest.mark.parametrize("kind", ["receive", "send"])
+@pytest.mark.parametrize(("kind", "with_bystander"), BLOCKED)
 def test_a_blocked_call_takes_full_effect_or_none_and_passes_its_wakeup_on(
     kind: Kind, timeout: float | None, ending: Ending, with_bystander: bool
 ) -> None:
@@ -1073,6 +1102,8 @@ def test_a_blocked_call_takes_full_effect_or_none_and_passes_its_wakeup_on(
     for point in BLOCKING_POINTS:
         for k in range(1, counts[point] + 1):
             blocking_exercise(kind, timeout, ending, with_bystander, (point, k, None))
+    if kind == "send_batch":
+        return
     for k in range(1, counts["wait"] + 1):
         blocking_exercise(kind, timeout, ending, True, ("wait-after", k, KeyboardInterrupt))
 
