@@ -4,8 +4,12 @@
   wakeups docs/levels.md explains: the final state has a receiver asleep on ``not_empty`` beside
   a visible message.
 - The refinement ``ThreadedQueue => Queue`` is not vacuous: a mutant of the one release that
-  re-queues at the head instead of the tail, and a sweep that folds the release over the due
-  messages in receive order instead of deadline order, each violate ``QueueSpec``.
+  re-queues at the head instead of the tail, and a sweep that fires the due timers in the order
+  they were started instead of by due time, each violate ``QueueSpec``.
+- The wakeups of the new critical sections are not vacuous: a sweep that does not notify
+  ``not_empty`` when a delay fires leaves a receiver asleep beside the message it made visible
+  (``NoLostWakeup``), and a ``delete_batch`` that notifies ``not_full`` once for the whole
+  batch leaves a sender asleep beside a free slot.
 - The correct models pass (invariants, no lost wakeup, deadlock freedom, refinement, liveness);
   they take 20-40 s each, so they are marked ``slow``.
 """
@@ -69,6 +73,8 @@ def test_threaded_models_declare_their_expected_outcomes() -> None:
         "ThreadedQueueLiveness",
         "ThreadedQueueWakeup",
         "ThreadedQueueWakeupNotifyOnce",
+        "ThreadedQueueDelay",
+        "ThreadedQueueBatch",
     } <= set(models)
     for name, m in models.items():
         assert m.spec == TLA_DIR / "ThreadedQueue.tla"
@@ -85,7 +91,13 @@ def test_threaded_model_states_the_refinement_theorem() -> None:
     text = (TLA_DIR / "ThreadedQueue.tla").read_text()
     assert "Queue == INSTANCE Queue" in text
     assert "THEOREM Spec => QueueSpec" in text
-    for cfg in ("ThreadedQueue", "ThreadedQueueCancel.large", "ThreadedQueueExtend.large"):
+    for cfg in (
+        "ThreadedQueue",
+        "ThreadedQueueCancel.large",
+        "ThreadedQueueExtend.large",
+        "ThreadedQueueDelay",
+        "ThreadedQueueBatch",
+    ):
         assert "PROPERTIES QueueSpec" in (TLA_DIR / f"{cfg}.cfg").read_text()
 
 
@@ -141,6 +153,9 @@ _MUTANT_CFG = """CONSTANTS
     VT = 1
     ExtendTimeouts = %s
     WithCancel = FALSE
+    WithPurge = FALSE
+    Delays = {0}
+    Batch = 1
     MaxTime = %d
     Bug = "none"
     None = None
@@ -162,11 +177,11 @@ PROPERTIES QueueSpec
             1,
             "RetryCS",
         ),
-        # The sweep releases in receive order, ignoring deadlines: wrong once a delivery
-        # received first has had its deadline moved past a later one's (change_visibility).
+        # The sweep fires in the order the timers were started, ignoring due times: wrong once
+        # a delivery received first has had its deadline moved past a later one's.
         (
-            "ReleaseAll(State, ExpiryOrder)",
-            "ReleaseAll(State, SelectSeq(qInFlight, LAMBDA i : i \\in Due))",
+            "FireAll(State, ExpiryOrder)",
+            "FireAll(State, SelectSeq(qTimers, LAMBDA i : i \\in Due))",
             "{2}",
             2,
             "SweepCS",
@@ -187,6 +202,77 @@ def test_threaded_refinement_catches_a_wrong_release(
     assert states(result)[-1][0] == caught_at
 
 
+#: Two senders asleep on not_full while a consumer holds a batch that fills the queue: the
+#: delete_batch frees two slots, and each sender must be woken (no time passes).
+_TWO_SLOTS_CFG = """CONSTANTS
+    Producers = {p1, p2}
+    Consumers = {c1}
+    Sweeper = s
+    Ids = {a, b, c, d}
+    Capacity = 2
+    MaxReceives = 1
+    VT = 1
+    ExtendTimeouts = {}
+    WithCancel = FALSE
+    WithPurge = FALSE
+    Delays = {0}
+    Batch = 2
+    MaxTime = 0
+    Bug = "none"
+    None = None
+SPECIFICATION Spec
+INVARIANTS NoLostWakeup
+"""
+
+
+def _mutant(tmp_path: Path, correct: str, mutant: str, cfg: str) -> Result:
+    """TLC on ThreadedQueue with ``correct`` replaced by ``mutant``; ``cfg``: a model's name or
+    a config's text."""
+    text = (TLA_DIR / "ThreadedQueue.tla").read_text()
+    assert text.count(correct) == 1
+    (tmp_path / "ThreadedQueue.tla").write_text(text.replace(correct, mutant))
+    shutil.copy(TLA_DIR / "Queue.tla", tmp_path / "Queue.tla")
+    if "\n" in cfg:
+        (tmp_path / "Mutant.cfg").write_text(cfg)
+    else:
+        shutil.copy(TLA_DIR / f"{cfg}.cfg", tmp_path / "Mutant.cfg")
+    return run_tlc(tmp_path / "ThreadedQueue.tla", tmp_path / "Mutant.cfg", check_deadlock=False)
+
+
+@needs_java
+def test_threaded_delay_firing_must_notify_a_receiver(tmp_path: Path) -> None:
+    """Issue 14: a delay firing is a message made visible: the sweep owes not_empty a notify."""
+    result = _mutant(
+        tmp_path,
+        "SweepNotifies(Requeued(s))",
+        "SweepNotifies(Requeued(s) - Len(SelectSeq(ExpiryOrder, LAMBDA i : visibleAt[i] # None)))",
+        "ThreadedQueueDelay",
+    )
+    assert (result.outcome, result.detail) == ("violation", "Invariant NoLostWakeup")
+    trace = states(result)
+    assert trace[-1][0] == "SweepCS"
+    last = trace[-1][1]
+    waiting = last["waiting"]
+    assert isinstance(waiting, Record) and waiting["not_empty"] == frozenset({mv("c1")})
+    assert last["qVisible"] != () and last["qDelayed"] == ()
+
+
+@needs_java
+def test_threaded_delete_batch_must_notify_per_freed_slot(tmp_path: Path) -> None:
+    """Issue 14: delete_batch frees one slot per message deleted, and owes a notify for each."""
+    result = _mutant(
+        tmp_path,
+        "IN SetState(s) /\\ Return(c, 0, Finished(s), 0)",
+        "IN SetState(s) /\\ Return(c, 0, IF Finished(s) > 0 THEN 1 ELSE 0, 0)",
+        _TWO_SLOTS_CFG,
+    )
+    assert (result.outcome, result.detail) == ("violation", "Invariant NoLostWakeup")
+    trace = states(result)
+    assert trace[-1][0] == "DeleteBatchCS"
+    waiting = trace[-1][1]["waiting"]
+    assert isinstance(waiting, Record) and len(waiting["not_full"]) == 1  # type: ignore[arg-type]
+
+
 # -- the correct models pass (slow) -------------------------------------------------------------
 
 
@@ -199,6 +285,8 @@ def test_threaded_refinement_catches_a_wrong_release(
         "ThreadedQueueCancel.large",
         "ThreadedQueueExtend.large",
         "ThreadedQueueLiveness",
+        "ThreadedQueueDelay",
+        "ThreadedQueueBatch",
     ],
 )
 def test_threaded_model_passes(name: str) -> None:

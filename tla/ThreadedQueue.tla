@@ -74,6 +74,11 @@ CONSTANTS
     VT,             \* the visibility timeout of every receive (a number >= 1)
     ExtendTimeouts, \* the timeouts change_visibility may set (0 releases at once)
     WithCancel,     \* TRUE: producers may also cancel (more states)
+    WithPurge,      \* TRUE: producers may also purge
+    Delays,         \* the delays a producer's send may ask for (0: none)
+    Batch,          \* >= 2: producers may also send_batch Batch entries, and consumers
+                    \* use receive_batch(Batch), delete_batch and
+                    \* change_visibility_batch instead of the single calls; 1: no batches
     MaxTime,        \* MODEL bound: the clock runs 0, 1, ..., MaxTime
     Bug,            \* "none", or the injected wakeup bug (see the header)
     None            \* a model value: no owner, no deadline, no receipt, ...
@@ -84,6 +89,9 @@ ASSUME MaxReceives \in Nat \ {0}
 ASSUME VT \in Nat \ {0}
 ASSUME ExtendTimeouts \subseteq Nat
 ASSUME WithCancel \in BOOLEAN
+ASSUME WithPurge \in BOOLEAN
+ASSUME Delays \subseteq Nat
+ASSUME Batch \in 1..10
 ASSUME MaxTime \in Nat
 ASSUME Bug \in {"none", "sweep_no_notify", "sweep_notify_once"}
 ASSUME Sweeper \notin Producers \cup Consumers /\ Producers \cap Consumers = {}
@@ -104,8 +112,13 @@ VARIABLES
     qDead,       \* ids of DEAD messages, in order of death (_dead)
     qDone,       \* ids of DONE messages (_done)
     qCancelled,  \* ids of CANCELLED messages (_cancelled)
+    qDelayed,    \* ids of DELAYED messages, in send order (_delayed)
+    qTimers,     \* ids of DELAYED and IN_FLIGHT messages in the order of their
+                 \* timers' seq: the heap _expiry's tie order (a delayed send and
+                 \* every delivery take the next seq; change_visibility keeps it)
     attempt,     \* attempt[i]: deliveries of i so far (the record's attempt)
     deadline,    \* deadline[i]: the record's deadline, a time or None
+    visibleAt,   \* visibleAt[i]: when a DELAYED message's delay fires, or None
     target,      \* the deadline the sweeper last went to sleep for, or None
                  \* (_sweeper_target)
     clock,       \* the clock's time
@@ -115,12 +128,15 @@ VARIABLES
     op,          \* op[t]: the queue method thread t is in, or "none"
     at,          \* at[t]: where t is in op[t]: "lock" (waits for the mutex),
                  \* "cs" (holds it), "wait" (in a wait set), "none" (not in one)
-    arg,         \* arg[t]: the id a producer sends or cancels, the timeout a
-                 \* consumer passes to change_visibility; None otherwise
-    held         \* held[c]: the receipt <<id, attempt>> consumer c holds, or None
+    arg,         \* arg[t]: what a producer sends (<<id, delay>>; a send_batch: a
+                 \* sequence of them) or cancels (an id), the timeout a consumer
+                 \* passes to change_visibility(_batch); None otherwise
+    held,        \* held[c]: the receipt <<id, attempt>> consumer c holds, or None
+    heldBatch    \* heldBatch[c]: the receipts of c's last receive_batch, or <<>>
 
-queueVars == <<accepted, qVisible, qInFlight, qDead, qDone, qCancelled, attempt, deadline>>
-threadVars == <<lock, waiting, op, at, arg, held>>
+queueVars == <<accepted, qVisible, qInFlight, qDead, qDone, qCancelled, qDelayed, qTimers,
+               attempt, deadline, visibleAt>>
+threadVars == <<lock, waiting, op, at, arg, held, heldBatch>>
 vars == <<queueVars, target, clock, threadVars>>
 
 (***************************************************************************)
@@ -131,8 +147,9 @@ Remove(s, x) == SelectSeq(s, LAMBDA y : y # x)
 Min(a, b) == IF a <= b THEN a ELSE b
 Earliest(S) == CHOOSE d \in S : \A e \in S : d <= e
 
-Active == Len(qVisible) + Len(qInFlight)
-HasRoom == Capacity = None \/ Active < Capacity      \* Queue._has_room
+Active == Len(qVisible) + Len(qInFlight) + Len(qDelayed)
+RoomFor(n) == IF Capacity = None THEN TRUE ELSE Active + n <= Capacity  \* Queue._accepts
+HasRoom == RoomFor(1)                                    \* Queue._has_room
 
 \* Queue._live: the receipt names the delivery in flight.
 Live(r) == r # None /\ r[1] \in Range(qInFlight) /\ attempt[r[1]] = r[2]
@@ -141,25 +158,30 @@ Live(r) == r # None /\ r[1] \in Range(qInFlight) /\ attempt[r[1]] = r[2]
 \* times kills it iff n >= MaxReceives.
 Dies(n) == n >= MaxReceives
 
-\* The in-flight messages whose deadline has come (what the sweeper releases).
-Due == {i \in Range(qInFlight) : deadline[i] # None /\ deadline[i] <= clock}
+\* When a message's timer is due: its delay's visibleAt, or its deadline.
+DueOf(i) == IF visibleAt[i] # None THEN visibleAt[i] ELSE deadline[i]
 
-\* The earliest deadline of the in-flight messages, or None (_next_deadline).
-NextDeadline(inFlightIds) ==
-    LET armed == {deadline[i] : i \in {j \in inFlightIds : deadline[j] # None}}
+\* The messages whose timer has come (what the sweeper fires).
+Due == {i \in Range(qTimers) : DueOf(i) # None /\ DueOf(i) <= clock}
+
+\* The earliest due time of the timers of the queue data s, or None
+\* (_next_deadline).
+NextDue(s) ==
+    LET armed == {IF s.visibleAt[i] # None THEN s.visibleAt[i] ELSE s.deadline[i] :
+                  i \in Range(s.qTimers)} \ {None}
     IN IF armed = {} THEN None ELSE Earliest(armed)
 
 (***************************************************************************)
-(* The order of Queue._expire: the heap pops (deadline, receive sequence)  *)
-(* pairs, earliest first.  qInFlight is in receive order, so taking its    *)
-(* due ids deadline by deadline, each bucket in qInFlight order, is the    *)
-(* same order.                                                             *)
+(* The order of Queue._expire: the heap pops (due, seq) pairs, earliest    *)
+(* first, delays and deadlines alike.  qTimers is in seq order, so taking  *)
+(* its due ids time by time, each bucket in qTimers order, is the same     *)
+(* order.                                                                  *)
 (***************************************************************************)
-RECURSIVE FromDeadline(_)
-FromDeadline(d) ==
+RECURSIVE FromDue(_)
+FromDue(d) ==
     IF d > clock THEN <<>>
-    ELSE SelectSeq(qInFlight, LAMBDA i : deadline[i] = d) \o FromDeadline(d + 1)
-ExpiryOrder == FromDeadline(0)
+    ELSE SelectSeq(qTimers, LAMBDA i : DueOf(i) = d) \o FromDue(d + 1)
+ExpiryOrder == FromDue(0)
 
 (***************************************************************************)
 (* Queue._arm notifies the sweeper when a new deadline is earlier than the *)
@@ -172,6 +194,17 @@ SweepNotifies(k) ==
     CASE Bug = "sweep_no_notify"   -> 0
       [] Bug = "sweep_notify_once" -> Min(k, 1)
       [] OTHER                     -> k
+
+(***************************************************************************)
+(* Queue._notify: while a send_batch waits on not_full, a notify of        *)
+(* not_full wakes every sender (one notify could reach the batch, which    *)
+(* cannot use one slot, while a single send that could sleeps on).  (The   *)
+(* implementation counts a batch sender from its wait until it holds the   *)
+(* lock again; the model counts it while it is in the wait set, which      *)
+(* wakes no more threads than the implementation does.)                    *)
+(***************************************************************************)
+BatchSenderWaits == \E p \in waiting["not_full"] : op[p] = "send_batch"
+FullNotifies(n) == IF n > 0 /\ BatchSenderWaits THEN Cardinality(waiting["not_full"]) ELSE n
 
 (***************************************************************************)
 (* The end of a critical section.  Before leaving it, thread self has      *)
@@ -191,7 +224,7 @@ EndCS(self, nE, nF, nD, selfAt, sleepOn) ==
           wF \in SUBSET waiting["not_full"],
           wD \in SUBSET waiting["new_deadline"] :
           /\ Cardinality(wE) = Min(nE, Cardinality(waiting["not_empty"]))
-          /\ Cardinality(wF) = Min(nF, Cardinality(waiting["not_full"]))
+          /\ Cardinality(wF) = Min(FullNotifies(nF), Cardinality(waiting["not_full"]))
           /\ Cardinality(wD) = Min(nD, Cardinality(waiting["new_deadline"]))
           /\ LET woken == wE \cup wF \cup wD
                  left == [not_empty |-> waiting["not_empty"] \ wE,
@@ -223,7 +256,8 @@ Wait(self, c) ==
 (***************************************************************************)
 State == [accepted |-> accepted, qVisible |-> qVisible, qInFlight |-> qInFlight,
           qDead |-> qDead, qDone |-> qDone, qCancelled |-> qCancelled,
-          attempt |-> attempt, deadline |-> deadline]
+          qDelayed |-> qDelayed, qTimers |-> qTimers,
+          attempt |-> attempt, deadline |-> deadline, visibleAt |-> visibleAt]
 
 SetState(s) ==
     /\ accepted' = s.accepted
@@ -232,50 +266,136 @@ SetState(s) ==
     /\ qDead' = s.qDead
     /\ qDone' = s.qDone
     /\ qCancelled' = s.qCancelled
+    /\ qDelayed' = s.qDelayed
+    /\ qTimers' = s.qTimers
     /\ attempt' = s.attempt
     /\ deadline' = s.deadline
+    /\ visibleAt' = s.visibleAt
 
 (***************************************************************************)
 (* Release(s, i): Queue._release(i), the data half: the state s with its   *)
 (* in-flight message i dead-lettered, or appended to the visible tail.     *)
 (* The only definition of the release in this module: RetryCS and          *)
-(* ChangeVisibilityCS apply it once, SweepCS folds it (ReleaseAll).  The   *)
+(* ChangeVisibilityCS apply it once, SweepCS folds it (FireAll).  The      *)
 (* notify half is counted from the result by Requeued and Died, and done   *)
 (* by the caller as it leaves its critical section: not_empty once per     *)
-(* message re-queued, not_full once per death (a slot is free).            *)
+(* message re-queued (or made visible by its delay), not_full once per     *)
+(* death (a slot is free).                                                 *)
 (***************************************************************************)
 Release(s, i) ==
     LET dies == Dies(s.attempt[i])
     IN [s EXCEPT !.qInFlight = Remove(@, i),
+                 !.qTimers = Remove(@, i),
                  !.deadline = [@ EXCEPT ![i] = None],
                  !.qVisible = IF dies THEN @ ELSE Append(@, i),
                  !.qDead = IF dies THEN Append(@, i) ELSE @]
 
-\* Release each of ids in turn, the first one first: a left fold of Release,
-\* as Queue._expire calls _release for each entry it pops.
-RECURSIVE ReleaseAll(_, _)
-ReleaseAll(s, ids) ==
-    IF ids = <<>> THEN s ELSE ReleaseAll(Release(s, Head(ids)), Tail(ids))
+\* A delay firing (Queue._expire_delay): the message joins the visible tail.
+FireDelay(s, i) ==
+    [s EXCEPT !.qDelayed = Remove(@, i),
+              !.qTimers = Remove(@, i),
+              !.visibleAt = [@ EXCEPT ![i] = None],
+              !.qVisible = Append(@, i)]
 
-\* How many messages a step from the current state to s re-queued, and how
-\* many it dead-lettered (for a release or a fold of releases): the notifies
-\* of not_empty and not_full that Queue._release makes.
+\* Fire each of ids in turn, the first one first: a left fold of FireDelay
+\* and Release, as Queue._expire handles each entry it pops.
+RECURSIVE FireAll(_, _)
+FireAll(s, ids) ==
+    IF ids = <<>> THEN s
+    ELSE LET i == Head(ids)
+         IN FireAll(IF s.visibleAt[i] # None THEN FireDelay(s, i) ELSE Release(s, i), Tail(ids))
+
+\* The data halves of the other transitions, for the batches' folds.
+\* Sent: a send of <<id, delay>> (Queue._add_delayed for a delay; the timer
+\* takes the next seq).  Deliver: the head goes in flight, deadline dl.
+Sent(s, e) ==
+    LET i == e[1]  d == e[2]
+    IN [s EXCEPT !.accepted = @ \cup {i},
+                 !.qVisible = IF d = 0 THEN Append(@, i) ELSE @,
+                 !.qDelayed = IF d = 0 THEN @ ELSE Append(@, i),
+                 !.qTimers = IF d = 0 THEN @ ELSE Append(@, i),
+                 !.visibleAt = [@ EXCEPT ![i] = IF d = 0 THEN None ELSE clock + d]]
+Deliver(s, dl) ==
+    LET i == Head(s.qVisible)
+    IN [s EXCEPT !.qVisible = Tail(@),
+                 !.qInFlight = Append(@, i),
+                 !.qTimers = Append(@, i),
+                 !.attempt = [@ EXCEPT ![i] = @ + 1],
+                 !.deadline = [@ EXCEPT ![i] = dl]]
+LiveIn(s, r) == r[1] \in Range(s.qInFlight) /\ s.attempt[r[1]] = r[2]
+Deleted(s, r) ==
+    IF ~LiveIn(s, r) THEN s
+    ELSE [s EXCEPT !.qInFlight = Remove(@, r[1]),
+                   !.qTimers = Remove(@, r[1]),
+                   !.deadline = [@ EXCEPT ![r[1]] = None],
+                   !.qDone = @ \cup {r[1]}]
+Changed(s, r, t) ==
+    IF ~LiveIn(s, r) THEN s
+    ELSE IF t = 0 THEN Release(s, r[1])
+    ELSE [s EXCEPT !.deadline = [@ EXCEPT ![r[1]] = clock + t]]
+
+RECURSIVE SendAll(_, _), ReceiveAll(_, _, _), DeleteAll(_, _), ChangeAll(_, _, _)
+SendAll(s, b) == IF b = <<>> THEN s ELSE SendAll(Sent(s, Head(b)), Tail(b))
+ReceiveAll(s, k, dl) == IF k = 0 THEN s ELSE ReceiveAll(Deliver(s, dl), k - 1, dl)
+DeleteAll(s, rs) == IF rs = <<>> THEN s ELSE DeleteAll(Deleted(s, Head(rs)), Tail(rs))
+ChangeAll(s, rs, t) == IF rs = <<>> THEN s ELSE ChangeAll(Changed(s, Head(rs), t), Tail(rs), t)
+
+\* The earliest delay of a send batch's entries, or None: what it arms.
+FirstDelay(b) ==
+    LET ds == {b[k][2] : k \in DOMAIN b} \ {0}
+    IN IF ds = {} THEN None ELSE clock + Earliest(ds)
+
+\* How many messages a step from the current state to s made visible
+\* (re-queued, or a delay fired), how many it dead-lettered, how many it
+\* made DONE (for a release, a fold of releases and delays, a delete
+\* batch): the notifies of not_empty and not_full that Queue._release,
+\* Queue._expire_delay and Queue._delete make.
 Requeued(s) == Len(s.qVisible) - Len(qVisible)
 Died(s) == Len(s.qDead) - Len(qDead)
+Finished(s) == Cardinality(s.qDone) - Cardinality(qDone)
 
 (***************************************************************************)
 (*            THE THREADS' STEPS OUTSIDE THE QUEUE (no lock)               *)
 (***************************************************************************)
 
-\* A producer calls send(id=i) with an id no producer has sent or is sending.
-StartSend(p, i) ==
+\* The ids producer q is sending.
+Sending(q) == CASE op[q] = "send" -> {arg[q][1]}
+                [] op[q] = "send_batch" -> {arg[q][k][1] : k \in DOMAIN arg[q]}
+                [] OTHER -> {}
+
+\* A producer calls send(id=i, delay=d) with an id no producer has sent or is
+\* sending.
+StartSend(p, i, d) ==
     /\ at[p] = "none"
     /\ i \notin accepted
-    /\ \A q \in Producers : arg[q] # i
+    /\ \A q \in Producers : i \notin Sending(q)
     /\ op' = [op EXCEPT ![p] = "send"]
     /\ at' = [at EXCEPT ![p] = "lock"]
-    /\ arg' = [arg EXCEPT ![p] = i]
-    /\ UNCHANGED <<queueVars, target, clock, lock, waiting, held>>
+    /\ arg' = [arg EXCEPT ![p] = <<i, d>>]
+    /\ UNCHANGED <<queueVars, target, clock, lock, waiting, held, heldBatch>>
+
+(***************************************************************************)
+(* A producer calls send_batch(b): Batch entries <<id, delay>> with ids    *)
+(* distinct, never accepted and not being sent.  (A batch larger than the  *)
+(* capacity is a ValueError before any waiting: no call.)                  *)
+(***************************************************************************)
+StartSendBatch(p, b) ==
+    /\ at[p] = "none"
+    /\ \A k \in DOMAIN b : b[k][1] \notin accepted /\ \A q \in Producers : b[k][1] \notin Sending(q)
+    /\ \A j, k \in DOMAIN b : j # k => b[j][1] # b[k][1]
+    /\ IF Capacity = None THEN TRUE ELSE Len(b) <= Capacity
+    /\ op' = [op EXCEPT ![p] = "send_batch"]
+    /\ at' = [at EXCEPT ![p] = "lock"]
+    /\ arg' = [arg EXCEPT ![p] = b]
+    /\ UNCHANGED <<queueVars, target, clock, lock, waiting, held, heldBatch>>
+
+\* A producer calls purge().
+StartPurge(p) ==
+    /\ WithPurge
+    /\ at[p] = "none"
+    /\ op' = [op EXCEPT ![p] = "purge"]
+    /\ at' = [at EXCEPT ![p] = "lock"]
+    /\ UNCHANGED <<queueVars, target, clock, lock, waiting, arg, held, heldBatch>>
 
 \* A producer calls cancel(i) for a message that is still pending.  (Cancelling
 \* a finished one changes nothing; that no-op is still reached when the message
@@ -283,19 +403,20 @@ StartSend(p, i) ==
 StartCancel(p, i) ==
     /\ WithCancel
     /\ at[p] = "none"
-    /\ i \in Range(qVisible) \cup Range(qInFlight)
+    /\ i \in Range(qVisible) \cup Range(qInFlight) \cup Range(qDelayed)
     /\ op' = [op EXCEPT ![p] = "cancel"]
     /\ at' = [at EXCEPT ![p] = "lock"]
     /\ arg' = [arg EXCEPT ![p] = i]
-    /\ UNCHANGED <<queueVars, target, clock, lock, waiting, held>>
+    /\ UNCHANGED <<queueVars, target, clock, lock, waiting, held, heldBatch>>
 
-\* An idle consumer calls receive() (block=True, no timeout).
+\* An idle consumer calls receive() (block=True, no timeout), or
+\* receive_batch(Batch) when batches are on.
 StartReceive(c) ==
     /\ at[c] = "none"
-    /\ held[c] = None
-    /\ op' = [op EXCEPT ![c] = "receive"]
+    /\ held[c] = None /\ heldBatch[c] = <<>>
+    /\ op' = [op EXCEPT ![c] = IF Batch = 1 THEN "receive" ELSE "receive_batch"]
     /\ at' = [at EXCEPT ![c] = "lock"]
-    /\ UNCHANGED <<queueVars, target, clock, lock, waiting, arg, held>>
+    /\ UNCHANGED <<queueVars, target, clock, lock, waiting, arg, held, heldBatch>>
 
 \* A consumer that holds a receipt calls delete, retry or change_visibility with it.
 StartWithReceipt(c, method, t) ==
@@ -304,11 +425,24 @@ StartWithReceipt(c, method, t) ==
     /\ op' = [op EXCEPT ![c] = method]
     /\ at' = [at EXCEPT ![c] = "lock"]
     /\ arg' = [arg EXCEPT ![c] = t]
-    /\ UNCHANGED <<queueVars, target, clock, lock, waiting, held>>
+    /\ UNCHANGED <<queueVars, target, clock, lock, waiting, held, heldBatch>>
 
 StartDelete(c) == StartWithReceipt(c, "delete", None)
 StartRetry(c) == StartWithReceipt(c, "retry", None)
 StartChangeVisibility(c, t) == StartWithReceipt(c, "change_visibility", t)
+
+\* A consumer that holds a batch's receipts calls delete_batch or
+\* change_visibility_batch (every entry with the timeout t) with them.
+StartWithBatch(c, method, t) ==
+    /\ at[c] = "none"
+    /\ heldBatch[c] # <<>>
+    /\ op' = [op EXCEPT ![c] = method]
+    /\ at' = [at EXCEPT ![c] = "lock"]
+    /\ arg' = [arg EXCEPT ![c] = t]
+    /\ UNCHANGED <<queueVars, target, clock, lock, waiting, held, heldBatch>>
+
+StartDeleteBatch(c) == StartWithBatch(c, "delete_batch", None)
+StartChangeVisibilityBatch(c, t) == StartWithBatch(c, "change_visibility_batch", t)
 
 (***************************************************************************)
 (* Drop(c): the consumer gives up its delivery without telling the queue   *)
@@ -318,8 +452,9 @@ StartChangeVisibility(c, t) == StartWithReceipt(c, "change_visibility", t)
 (***************************************************************************)
 Drop(c) ==
     /\ at[c] = "none"
-    /\ held[c] # None
+    /\ held[c] # None \/ heldBatch[c] # <<>>
     /\ held' = [held EXCEPT ![c] = None]
+    /\ heldBatch' = [heldBatch EXCEPT ![c] = <<>>]
     /\ UNCHANGED <<queueVars, target, clock, lock, waiting, op, at, arg>>
 
 (***************************************************************************)
@@ -342,7 +477,7 @@ Acquire(t) ==
     /\ lock = None
     /\ lock' = t
     /\ at' = [at EXCEPT ![t] = "cs"]
-    /\ UNCHANGED <<queueVars, target, clock, waiting, op, arg, held>>
+    /\ UNCHANGED <<queueVars, target, clock, waiting, op, arg, held, heldBatch>>
 
 \* The sweeper's timed wait runs out: its deadline has come.
 Timeout ==
@@ -351,7 +486,7 @@ Timeout ==
     /\ target <= clock
     /\ waiting' = [waiting EXCEPT !["new_deadline"] = @ \ {Sweeper}]
     /\ at' = [at EXCEPT ![Sweeper] = "lock"]
-    /\ UNCHANGED <<queueVars, target, clock, lock, op, arg, held>>
+    /\ UNCHANGED <<queueVars, target, clock, lock, op, arg, held, heldBatch>>
 
 (***************************************************************************)
 (*          THE CRITICAL SECTIONS: one per method of impl.Queue            *)
@@ -361,20 +496,56 @@ Timeout ==
 (***************************************************************************)
 
 (***************************************************************************)
-(* send: while there is no room, wait on not_full; then append the message *)
-(* to the visible tail and notify not_empty once (one message, one         *)
-(* receiver).                                                              *)
+(* send: while there is no room, wait on not_full; then, without a delay,  *)
+(* append the message to the visible tail and notify not_empty once (one   *)
+(* message, one receiver); with a delay, the message is DELAYED until      *)
+(* clock + delay and its timer is armed (notifying the sweeper if it is    *)
+(* earlier than the one it sleeps for).                                    *)
 (***************************************************************************)
 SendCS(p) ==
     /\ at[p] = "cs" /\ op[p] = "send"
     /\ IF HasRoom
-       THEN /\ accepted' = accepted \cup {arg[p]}
-            /\ qVisible' = Append(qVisible, arg[p])
-            /\ Return(p, 1, 0, 0)
-            /\ UNCHANGED <<qInFlight, qDead, qDone, qCancelled, attempt, deadline>>
+       THEN LET d == arg[p][2]
+            IN /\ SetState(Sent(State, arg[p]))
+               /\ IF d = 0 THEN Return(p, 1, 0, 0) ELSE Return(p, 0, 0, ArmNotifies(clock + d))
        ELSE /\ Wait(p, "not_full")
             /\ UNCHANGED queueVars
-    /\ UNCHANGED <<target, clock, held>>
+    /\ UNCHANGED <<target, clock, held, heldBatch>>
+
+(***************************************************************************)
+(* send_batch: while there is no room for ALL its entries, wait on         *)
+(* not_full (and, while it waits, every notify of not_full wakes every     *)
+(* sender: FullNotifies); then every entry as send, in order, in this one  *)
+(* critical section: not_empty notified once per visible entry, the        *)
+(* earliest delay armed.                                                   *)
+(***************************************************************************)
+SendBatchCS(p) ==
+    /\ at[p] = "cs" /\ op[p] = "send_batch"
+    /\ IF RoomFor(Len(arg[p]))
+       THEN LET s == SendAll(State, arg[p])
+                first == FirstDelay(arg[p])
+            IN /\ SetState(s)
+               /\ Return(p, Requeued(s), 0, IF first = None THEN 0 ELSE ArmNotifies(first))
+       ELSE /\ Wait(p, "not_full")
+            /\ UNCHANGED queueVars
+    /\ UNCHANGED <<target, clock, held, heldBatch>>
+
+(***************************************************************************)
+(* purge: every active message is CANCELLED in one critical section, and   *)
+(* not_full is notified once per freed slot (Queue.purge).  The sweeper is *)
+(* not told: it wakes at its target and finds nothing due.                 *)
+(***************************************************************************)
+PurgeCS(p) ==
+    /\ at[p] = "cs" /\ op[p] = "purge"
+    /\ qVisible' = <<>>
+    /\ qInFlight' = <<>>
+    /\ qDelayed' = <<>>
+    /\ qTimers' = <<>>
+    /\ qCancelled' = qCancelled \cup Range(qVisible) \cup Range(qInFlight) \cup Range(qDelayed)
+    /\ deadline' = [i \in Ids |-> None]
+    /\ visibleAt' = [i \in Ids |-> None]
+    /\ Return(p, 0, Active, 0)
+    /\ UNCHANGED <<accepted, qDead, qDone, attempt, target, clock, held, heldBatch>>
 
 (***************************************************************************)
 (* receive: while nothing is visible, wait on not_empty; then the head     *)
@@ -388,16 +559,31 @@ ReceiveCS(c) ==
     /\ IF qVisible # <<>>
        THEN LET i == Head(qVisible)
                 dl == clock + VT
-            IN /\ qVisible' = Tail(qVisible)
-               /\ qInFlight' = Append(qInFlight, i)
-               /\ attempt' = [attempt EXCEPT ![i] = @ + 1]
-               /\ deadline' = [deadline EXCEPT ![i] = dl]
+            IN /\ SetState(Deliver(State, dl))
                /\ held' = [held EXCEPT ![c] = <<i, attempt[i] + 1>>]
                /\ Return(c, 0, 0, ArmNotifies(dl))
-               /\ UNCHANGED <<accepted, qDead, qDone, qCancelled>>
        ELSE /\ Wait(c, "not_empty")
             /\ UNCHANGED <<queueVars, held>>
-    /\ UNCHANGED <<target, clock>>
+    /\ UNCHANGED <<target, clock, heldBatch>>
+
+(***************************************************************************)
+(* receive_batch(Batch): while nothing is visible, wait on not_empty; then *)
+(* the first min(Batch, visible) messages go in flight, in FIFO order,     *)
+(* all with deadline clock + VT, in this one critical section; the         *)
+(* consumer holds their receipts, and the deadline is armed once.          *)
+(***************************************************************************)
+ReceiveBatchCS(c) ==
+    /\ at[c] = "cs" /\ op[c] = "receive_batch"
+    /\ IF qVisible # <<>>
+       THEN LET k == Min(Batch, Len(qVisible))
+                dl == clock + VT
+            IN /\ SetState(ReceiveAll(State, k, dl))
+               /\ heldBatch' = [heldBatch EXCEPT ![c] =
+                                   [j \in 1..k |-> <<qVisible[j], attempt[qVisible[j]] + 1>>]]
+               /\ Return(c, 0, 0, ArmNotifies(dl))
+       ELSE /\ Wait(c, "not_empty")
+            /\ UNCHANGED <<queueVars, heldBatch>>
+    /\ UNCHANGED <<target, clock, held>>
 
 (***************************************************************************)
 (* delete: with a live receipt the message is DONE and one sender is       *)
@@ -408,15 +594,23 @@ DeleteCS(c) ==
     /\ at[c] = "cs" /\ op[c] = "delete"
     /\ LET r == held[c]
        IN IF Live(r)
-          THEN /\ qInFlight' = Remove(qInFlight, r[1])
-               /\ deadline' = [deadline EXCEPT ![r[1]] = None]
-               /\ qDone' = qDone \cup {r[1]}
-               /\ Return(c, 0, 1, 0)
-               /\ UNCHANGED <<accepted, qVisible, qDead, qCancelled, attempt>>
+          THEN SetState(Deleted(State, r)) /\ Return(c, 0, 1, 0)
           ELSE /\ Return(c, 0, 0, 0)
                /\ UNCHANGED queueVars
     /\ held' = [held EXCEPT ![c] = None]
-    /\ UNCHANGED <<target, clock>>
+    /\ UNCHANGED <<target, clock, heldBatch>>
+
+(***************************************************************************)
+(* delete_batch: each held receipt as delete, in order, in one critical    *)
+(* section; not_full notified once per message made DONE (each freed       *)
+(* slot).  The consumer no longer holds the batch.                         *)
+(***************************************************************************)
+DeleteBatchCS(c) ==
+    /\ at[c] = "cs" /\ op[c] = "delete_batch"
+    /\ LET s == DeleteAll(State, heldBatch[c])
+       IN SetState(s) /\ Return(c, 0, Finished(s), 0)
+    /\ heldBatch' = [heldBatch EXCEPT ![c] = <<>>]
+    /\ UNCHANGED <<target, clock, held>>
 
 \* retry: with a live receipt, release the message (notifying as release does).
 RetryCS(c) ==
@@ -428,7 +622,7 @@ RetryCS(c) ==
           ELSE /\ Return(c, 0, 0, 0)
                /\ UNCHANGED queueVars
     /\ held' = [held EXCEPT ![c] = None]
-    /\ UNCHANGED <<target, clock>>
+    /\ UNCHANGED <<target, clock, heldBatch>>
 
 (***************************************************************************)
 (* change_visibility(t): with a live receipt, t = 0 releases; otherwise    *)
@@ -445,41 +639,60 @@ ChangeVisibilityCS(c) ==
           ELSE IF t = 0
           THEN LET s == Release(State, r[1])
                IN SetState(s) /\ Return(c, Requeued(s), Died(s), 0)
-          ELSE /\ deadline' = [deadline EXCEPT ![r[1]] = clock + t]
+          ELSE /\ SetState(Changed(State, r, t))
                /\ Return(c, 0, 0, ArmNotifies(clock + t))
-               /\ UNCHANGED <<accepted, qVisible, qInFlight, qDead, qDone, qCancelled, attempt>>
-    /\ UNCHANGED <<target, clock, held>>
+    /\ UNCHANGED <<target, clock, held, heldBatch>>
 
-\* cancel: a visible or in-flight message is CANCELLED and one sender is notified.
+(***************************************************************************)
+(* change_visibility_batch(t): each held receipt as change_visibility(t),  *)
+(* in order, in one critical section: releases notify as release does, a  *)
+(* new deadline is armed.  The consumer keeps the receipts.                *)
+(***************************************************************************)
+ChangeVisibilityBatchCS(c) ==
+    /\ at[c] = "cs" /\ op[c] = "change_visibility_batch"
+    /\ LET t == arg[c]
+           s == ChangeAll(State, heldBatch[c], t)
+           moved == \E k \in DOMAIN heldBatch[c] : Live(heldBatch[c][k])
+       IN /\ SetState(s)
+          /\ Return(c, Requeued(s), Died(s),
+                    IF t > 0 /\ moved THEN ArmNotifies(clock + t) ELSE 0)
+    /\ UNCHANGED <<target, clock, held, heldBatch>>
+
+\* cancel: a delayed, visible or in-flight message is CANCELLED and one
+\* sender is notified.
 CancelCS(p) ==
     /\ at[p] = "cs" /\ op[p] = "cancel"
     /\ LET i == arg[p]
-       IN IF i \in Range(qVisible) \cup Range(qInFlight)
+       IN IF i \in Range(qVisible) \cup Range(qInFlight) \cup Range(qDelayed)
           THEN /\ qVisible' = Remove(qVisible, i)
                /\ qInFlight' = Remove(qInFlight, i)
+               /\ qDelayed' = Remove(qDelayed, i)
+               /\ qTimers' = Remove(qTimers, i)
                /\ deadline' = [deadline EXCEPT ![i] = None]
+               /\ visibleAt' = [visibleAt EXCEPT ![i] = None]
                /\ qCancelled' = qCancelled \cup {i}
                /\ Return(p, 0, 1, 0)
                /\ UNCHANGED <<accepted, qDead, qDone, attempt>>
           ELSE /\ Return(p, 0, 0, 0)
                /\ UNCHANGED queueVars
-    /\ UNCHANGED <<target, clock, held>>
+    /\ UNCHANGED <<target, clock, held, heldBatch>>
 
 (***************************************************************************)
-(* The sweeper's loop body (Queue._sweep_round): release every due message *)
-(* in ExpiryOrder, one Release after the other (the fold ReleaseAll, as    *)
-(* Queue._expire) -- each re-queued one notifies not_empty, each dead one  *)
-(* notifies not_full, as Queue._release does -- then note the earliest     *)
-(* remaining deadline as the target and wait on new_deadline until then.   *)
-(* (Bug changes how many receivers are notified.)                          *)
+(* The sweeper's loop body (Queue._sweep_round): fire every due timer in   *)
+(* ExpiryOrder, one after the other (the fold FireAll, as Queue._expire):  *)
+(* a delay makes its message visible, a deadline releases -- each message  *)
+(* made visible notifies not_empty (a delay firing too), each dead one     *)
+(* notifies not_full, as Queue._release and _expire_delay do -- then note  *)
+(* the earliest remaining timer as the target and wait on new_deadline     *)
+(* until then.  (Bug changes how many receivers are notified.)             *)
 (***************************************************************************)
 SweepCS ==
     /\ at[Sweeper] = "cs"
-    /\ LET s == ReleaseAll(State, ExpiryOrder)
+    /\ LET s == FireAll(State, ExpiryOrder)
        IN /\ SetState(s)
-          /\ target' = NextDeadline(Range(s.qInFlight))
+          /\ target' = NextDue(s)
           /\ EndCS(Sweeper, SweepNotifies(Requeued(s)), Died(s), 0, "wait", "new_deadline")
-    /\ UNCHANGED <<clock, op, arg, held>>
+    /\ UNCHANGED <<clock, op, arg, held, heldBatch>>
 
 (***************************************************************************)
 (*                        THE SPECIFICATION                                *)
@@ -496,8 +709,11 @@ Init ==
     /\ qDead = <<>>
     /\ qDone = {}
     /\ qCancelled = {}
+    /\ qDelayed = <<>>
+    /\ qTimers = <<>>
     /\ attempt = [i \in Ids |-> 0]
     /\ deadline = [i \in Ids |-> None]
+    /\ visibleAt = [i \in Ids |-> None]
     /\ target = None
     /\ clock = 0
     /\ lock = None
@@ -506,29 +722,46 @@ Init ==
     /\ at = [t \in Threads |-> IF t = Sweeper THEN "wait" ELSE "none"]
     /\ arg = [t \in Threads |-> None]
     /\ held = [c \in Consumers |-> None]
+    /\ heldBatch = [c \in Consumers |-> <<>>]
+
+\* The send batches a producer may call: Batch entries <<id, delay>>, ids
+\* distinct (none when Batch = 1).
+SendBatches ==
+    IF Batch = 1 THEN {}
+    ELSE {b \in [1..Batch -> Ids \X Delays] : \A j, k \in 1..Batch : j # k => b[j][1] # b[k][1]}
 
 \* The critical section of each thread (whichever method it is in).
 CS(t) ==
-    \/ t \in Producers /\ (SendCS(t) \/ CancelCS(t))
-    \/ t \in Consumers /\ (ReceiveCS(t) \/ DeleteCS(t) \/ RetryCS(t) \/ ChangeVisibilityCS(t))
+    \/ t \in Producers /\ (SendCS(t) \/ SendBatchCS(t) \/ CancelCS(t) \/ PurgeCS(t))
+    \/ t \in Consumers /\ (ReceiveCS(t) \/ ReceiveBatchCS(t) \/ DeleteCS(t) \/ DeleteBatchCS(t)
+                         \/ RetryCS(t) \/ ChangeVisibilityCS(t) \/ ChangeVisibilityBatchCS(t))
     \/ t = Sweeper /\ SweepCS
 
 \* One disjunct per action, so that TLC's traces name each step.
 Next ==
-    \/ \E p \in Producers, i \in Ids : StartSend(p, i)
+    \/ \E p \in Producers, i \in Ids, d \in Delays : StartSend(p, i, d)
+    \/ \E p \in Producers, b \in SendBatches : StartSendBatch(p, b)
     \/ \E p \in Producers, i \in Ids : StartCancel(p, i)
+    \/ \E p \in Producers : StartPurge(p)
     \/ \E c \in Consumers : StartReceive(c)
     \/ \E c \in Consumers : StartDelete(c)
+    \/ \E c \in Consumers : StartDeleteBatch(c)
     \/ \E c \in Consumers : StartRetry(c)
     \/ \E c \in Consumers, t \in ExtendTimeouts : StartChangeVisibility(c, t)
+    \/ \E c \in Consumers, t \in ExtendTimeouts : StartChangeVisibilityBatch(c, t)
     \/ \E c \in Consumers : Drop(c)
     \/ \E t \in Threads : Acquire(t)
     \/ \E p \in Producers : SendCS(p)
+    \/ \E p \in Producers : SendBatchCS(p)
     \/ \E p \in Producers : CancelCS(p)
+    \/ \E p \in Producers : PurgeCS(p)
     \/ \E c \in Consumers : ReceiveCS(c)
+    \/ \E c \in Consumers : ReceiveBatchCS(c)
     \/ \E c \in Consumers : DeleteCS(c)
+    \/ \E c \in Consumers : DeleteBatchCS(c)
     \/ \E c \in Consumers : RetryCS(c)
     \/ \E c \in Consumers : ChangeVisibilityCS(c)
+    \/ \E c \in Consumers : ChangeVisibilityBatchCS(c)
     \/ SweepCS
     \/ Timeout
     \/ Tick
@@ -562,7 +795,8 @@ FairSpec == Spec /\ Fairness
 (* with MaxReceives deliveries is never visible again, it dies instead.    *)
 (***************************************************************************)
 StatusOf(i) ==
-    CASE i \in Range(qVisible)  -> "VISIBLE"
+    CASE i \in Range(qDelayed)  -> "DELAYED"
+      [] i \in Range(qVisible)  -> "VISIBLE"
       [] i \in Range(qInFlight) -> "IN_FLIGHT"
       [] i \in qDone            -> "DONE"
       [] i \in qCancelled       -> "CANCELLED"
@@ -571,13 +805,12 @@ StatusOf(i) ==
 AbsMsgs == [i \in accepted |-> [status |-> StatusOf(i),
                                 attempt |-> attempt[i],
                                 deadline |-> deadline[i],
-                                visibleAt |-> None]]
+                                visibleAt |-> visibleAt[i]]]
 
 Queue == INSTANCE Queue
            WITH msgs <- AbsMsgs, visible <- qVisible, inFlight <- qInFlight,
-                dead <- qDead, delayed <- <<>>, timers <- qInFlight, now <- clock,
-                MaxAttempt <- MaxReceives, VisibilityTimeouts <- {VT},
-                Delays <- {0}, MaxBatch <- 1
+                dead <- qDead, delayed <- qDelayed, timers <- qTimers, now <- clock,
+                MaxAttempt <- MaxReceives, VisibilityTimeouts <- {VT}, MaxBatch <- Batch
 
 QueueSpec == Queue!Spec
 
@@ -586,7 +819,7 @@ QueueTypeOK == Queue!TypeOK
 QueueInvariants == Queue!Invariants
 QueueSteps ==
     Queue!OneStateSteps /\ Queue!AttemptsCountSteps /\ Queue!FifoVisibleSteps
-    /\ Queue!IdsReservedSteps
+    /\ Queue!IdsReservedSteps /\ Queue!DelayHonouredSteps /\ Queue!BatchAtomicSteps
 
 (***************************************************************************)
 (*                     INVARIANTS OF THE THREADS                           *)
@@ -595,16 +828,20 @@ TypeOK ==
     /\ accepted \subseteq Ids
     /\ {qVisible, qInFlight, qDead} \subseteq Seq(Ids)
     /\ qDone \cup qCancelled \subseteq accepted
+    /\ {qDelayed, qTimers} \subseteq Seq(Ids)
     /\ attempt \in [Ids -> 0..MaxReceives]
     /\ deadline \in [Ids -> Nat \cup {None}]
+    /\ visibleAt \in [Ids -> Nat \cup {None}]
     /\ target \in Nat \cup {None}
     /\ clock \in 0..MaxTime
     /\ lock \in Threads \cup {None}
     /\ waiting \in [Conds -> SUBSET Threads]
-    /\ op \in [Threads -> {"none", "send", "cancel", "receive", "delete", "retry",
-                           "change_visibility", "sweep"}]
+    /\ op \in [Threads -> {"none", "send", "send_batch", "cancel", "purge", "receive",
+                           "receive_batch", "delete", "delete_batch", "retry",
+                           "change_visibility", "change_visibility_batch", "sweep"}]
     /\ at \in [Threads -> {"none", "lock", "cs", "wait"}]
     /\ held \in [Consumers -> (Ids \X (1..MaxReceives)) \cup {None}]
+    /\ heldBatch \in [Consumers -> Seq(Ids \X (1..MaxReceives))]
 
 \* Mutual exclusion: a thread is in a critical section iff it holds the lock.
 MutualExclusion == \A t \in Threads : at[t] = "cs" <=> lock = t
@@ -613,8 +850,8 @@ MutualExclusion == \A t \in Threads : at[t] = "cs" <=> lock = t
 \* waits on.  The sweeper is always in its loop: asleep, or on its way.
 WaitSets ==
     /\ \A t \in Threads : at[t] = "wait" <=> \E c \in Conds : t \in waiting[c]
-    /\ waiting["not_empty"] \subseteq {c \in Consumers : op[c] = "receive"}
-    /\ waiting["not_full"] \subseteq {p \in Producers : op[p] = "send"}
+    /\ waiting["not_empty"] \subseteq {c \in Consumers : op[c] \in {"receive", "receive_batch"}}
+    /\ waiting["not_full"] \subseteq {p \in Producers : op[p] \in {"send", "send_batch"}}
     /\ waiting["new_deadline"] \subseteq {Sweeper}
     /\ at[Sweeper] # "none"
 
@@ -629,18 +866,26 @@ WaitSets ==
 (* correct notifies keep these counts; a missing notify breaks them at     *)
 (* once, in the step that forgets the sleeper.                             *)
 (***************************************************************************)
-OnTheirWay(method) == {t \in Threads : op[t] = method /\ at[t] \in {"lock", "cs"}}
+OnTheirWay(methods) == {t \in Threads : op[t] \in methods /\ at[t] \in {"lock", "cs"}}
 
+\* A receive_batch on its way takes up to Batch of the visible messages.
 ReceiversAwake ==
-    waiting["not_empty"] # {} => Len(qVisible) <= Cardinality(OnTheirWay("receive"))
+    waiting["not_empty"] # {}
+        => Len(qVisible) <= Cardinality(OnTheirWay({"receive"}))
+                              + Batch * Cardinality(OnTheirWay({"receive_batch"}))
 
+\* While a send sleeps, every free slot has a sender on its way; while a
+\* send_batch sleeps although its entries fit, some sender is on its way.
 SendersAwake ==
-    (waiting["not_full"] # {} /\ Capacity # None)
-        => Capacity - Active <= Cardinality(OnTheirWay("send"))
+    LET onTheirWay == OnTheirWay({"send", "send_batch"})
+    IN /\ (\E p \in waiting["not_full"] : op[p] = "send") /\ Capacity # None
+            => Capacity - Active <= Cardinality(onTheirWay)
+       /\ \A p \in waiting["not_full"] :
+            (op[p] = "send_batch" /\ RoomFor(Len(arg[p]))) => onTheirWay # {}
 
 SweeperAwake ==
     Sweeper \in waiting["new_deadline"]
-        => LET next == NextDeadline(Range(qInFlight))
+        => LET next == NextDue(State)
            IN next # None => (target # None /\ target <= next)
 
 NoLostWakeup == ReceiversAwake /\ SendersAwake /\ SweeperAwake
@@ -661,7 +906,7 @@ Stuck(t) ==
     \/ t \in Producers /\ at[t] = "none" /\ Ids \subseteq accepted
 CouldWork(t) ==
     \/ t \in Consumers /\ qVisible # <<>>
-    \/ t \in Producers /\ HasRoom
+    \/ t \in Producers /\ IF op[t] = "send_batch" THEN RoomFor(Len(arg[t])) ELSE HasRoom
     \/ t = Sweeper /\ Due # {}
 
 DeadlockFree ==
