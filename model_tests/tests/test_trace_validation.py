@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from impl import FakeClock, Queue, ShutDown, TraceStep
+from impl import Entry, FakeClock, Full, Queue, ShutDown, TraceStep
 from model_tests.support import BOUND
 from tla.trace import Event, TraceError, check_events, check_trace, to_events
 
@@ -264,6 +264,67 @@ def test_trace_of_every_operation_on_one_thread_is_accepted() -> None:
     assert d.attempt == 1 and all(e.get("id") != "e" for e in events)
     verdict = check_events(events, capacity=3, max_receives=2)
     assert verdict.accepted, verdict.explain() + "\n" + verdict.result.trace()
+
+
+def _batches_and_delays_run() -> list[TraceStep]:
+    """One thread on a fake clock using every operation of issue 14: sends with and without a
+    delay, send_batch (accepted, and refused whole for want of room), receive_batch,
+    delete_batch (with a stale and a repeated receipt), change_visibility_batch (an extension
+    and a release), a delay firing in the same sweep as a deadline, and purge."""
+    clock = FakeClock(start=10.0)
+    steps: list[TraceStep] = []
+    with Queue[str](capacity=4, visibility_timeout=2.0, max_receives=3, clock=clock) as q:
+        q.record_trace(steps.append)
+        q.send("a", id="a")
+        q.send("b", id="b", delay=2.0)  # DELAYED until 12
+        assert q.send_batch([Entry("c", id="c"), Entry("d", id="d", delay=1.0)]) == ["c", "d"]
+        with pytest.raises(Full):  # 4 active: a batch of two is refused whole
+            q.send_batch([Entry("e", id="e"), Entry("f", id="f")], block=False)
+        got = q.receive_batch(5)  # a and c, deadline 12; b and d are not deliverable yet
+        assert [m.id for m in got] == ["a", "c"]
+        a, c = got
+        assert q.change_visibility_batch([(a.receipt, 0), (c.receipt, 3.0)]) == [True, True]
+        clock.advance(1.0)
+        q.sweep()  # d's delay fires at 11
+        got = q.receive_batch(2, visibility_timeout=1.0)  # a (attempt 2), d; deadline 12
+        assert [(m.id, m.attempt) for m in got] == [("a", 2), ("d", 1)]
+        a2, _ = got
+        assert q.delete_batch([a.receipt, a2.receipt, a2.receipt]) == [False, True, False]
+        clock.advance(1.0)
+        q.sweep()  # at 12: b's delay (started first) and d's deadline, by start order
+        assert q.stats().visible == 2  # b and d; c is in flight until 13
+        assert q.purge() == 3
+        assert q.purge() == 0
+    return steps
+
+
+@needs_java
+def test_trace_of_batches_delays_and_purge_is_accepted() -> None:
+    steps = _batches_and_delays_run()
+    assert {s[0] for s in steps} >= {
+        "send",
+        "send_batch",
+        "receive_batch",
+        "delete_batch",
+        "change_visibility_batch",
+        "purge",
+        "expire",
+    }
+    events = to_events(steps, start=10.0)
+    assert [e["fired"] for e in events if e["op"] == "expire"] == [("d",), ("b", "d")]
+    verdict = check_events(events, capacity=4, max_receives=3)
+    assert verdict.accepted, verdict.explain() + "\n" + verdict.result.trace()
+
+
+@needs_java
+def test_trace_doctored_so_a_delayed_message_is_delivered_early_is_rejected() -> None:
+    events = to_events(_batches_and_delays_run(), start=10.0)
+    k = next(k for k, e in enumerate(events) if e["op"] == "receive_batch")
+    # The first receive_batch also takes b, whose delay has not fired (DelayHonoured).
+    early = {**events[k], "got": (("a", 1), ("b", 1), ("c", 1))}
+    verdict = check_events([*events[:k], early], capacity=4, max_receives=3)
+    assert not verdict.accepted
+    assert verdict.matched == k, verdict.explain()
 
 
 @needs_java
