@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from tla.__main__ import main
+from tla.counterexample import parse_trace
 from tla.models import TLA_DIR, Model, discover, read_model
 from tla.tlc import INSTALL_JAVA, JAR_ENV, Result, SetupError, find_jar, find_java, parse_output
 from tla.values import Function, ModelValue, Record, parse_state, parse_value
@@ -50,6 +51,11 @@ def test_the_shipped_models_declare_their_expected_outcomes() -> None:
     )
     assert models["ExactlyOnce"].spec == TLA_DIR / "QueueConsumers.tla"
     assert models["QueueDeleteById"].expected == "violation StaleReceiptNeverActs"
+    # Issue 14: the batch and delay models, and the teaching model of a split receive_batch.
+    assert {"QueueBatch", "QueueDelay", "QueueBatchSplit"} <= set(models)
+    assert models["QueueBatch"].expected == models["QueueDelay"].expected == "ok"
+    assert models["QueueBatch"].spec == models["QueueDelay"].spec == TLA_DIR / "Queue.tla"
+    assert models["QueueBatchSplit"].expected == "violation BatchAtomic"
     assert "Queue.large" not in models
     assert "Queue.large" in {m.name for m in discover(large=True)}
 
@@ -256,3 +262,21 @@ def test_end_to_end_the_exactly_once_model_fails_as_expected(
     trace = (TLA_DIR / "_runs" / "ExactlyOnce.trace").read_text()
     assert "Invariant ExactlyOnce is violated" in trace
     assert "deleted |-> FALSE" in trace and "deleted |-> TRUE" in trace
+
+
+@needs_java
+def test_end_to_end_the_split_batch_model_fails_as_expected(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A receive_batch of two built from single receives: another consumer takes the second
+    message between them, and the batch returns one message where two were visible."""
+    assert main(["--model", "QueueBatchSplit", "--quiet"]) == 0
+    assert "counterexample found, as expected" in capsys.readouterr().out
+    steps = parse_trace((TLA_DIR / "_runs" / "QueueBatchSplit.trace").read_text())
+    assert [s.action for s in steps] == ["Initial", "Start", "Start", "Return"]
+    assert steps[0].state["visible"] == (ModelValue("a"), ModelValue("b"))
+    batch = steps[-1].state["batch"]
+    assert isinstance(batch, Function)
+    c1 = batch[ModelValue("c1")]
+    assert isinstance(c1, Record) and c1["done"] is True
+    assert c1["got"] == ((ModelValue("a"), 1),)  # one message, where a and b were visible
