@@ -14,8 +14,8 @@
 (* The actions below are the TLA+ actions of the operation registry        *)
 (* (spec/operations.py), in its order; tests/test_operations.py checks     *)
 (* that this module labels and steps exactly those.  A batch's label       *)
-(* carries its entries as a sequence: <<"SendBatch", <<<<a, 0>>, <<b, 1>>>>>>*)
-(* (tla/graph.py writes it as the explorer does).                          *)
+(* carries its entries as one sequence, <<"SendBatch", <<<<a, 0>>, <<b, 1>> *)
+(* >> >>, which tla/graph.py writes as the explorer does.                  *)
 (***************************************************************************)
 EXTENDS Naturals, Sequences
 
