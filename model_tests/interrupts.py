@@ -103,6 +103,11 @@ class HandlerRun:
     mine: bool | None
 
 
+#: Real seconds to wait for the handler before sending the signal again (``until_handled``);
+#: a handler that is pending runs within microseconds, so this decides no outcome.
+RESEND = 1.0
+
+
 class SignalStorm:
     """``SIGUSR1`` to the main thread, whose handler raises :class:`Interrupt`.
 
@@ -117,6 +122,8 @@ class SignalStorm:
         self.runs: list[HandlerRun] = []
         #: Set by the handler; cleared by :meth:`interrupt_main` before each signal.
         self.ran = threading.Event()
+        # One Interrupt per interrupt_main call, however many signals it had to send.
+        self._armed = False
         main = threading.main_thread().ident
         assert main is not None
         self._main = main
@@ -153,6 +160,9 @@ class SignalStorm:
         self._reader = self._writer = None
 
     def _handle(self, signum: int, frame: FrameType | None) -> None:
+        if not self._armed:
+            return  # a re-sent signal whose round was already interrupted: absorbed
+        self._armed = False
         lock = self._watched
         self.runs.append(
             HandlerRun(
@@ -164,25 +174,38 @@ class SignalStorm:
         self.ran.set()
         raise Interrupt(f"signal {signum}")
 
-    def interrupt_main(self, timeout: float = BOUND) -> None:
+    def interrupt_main(self, timeout: float = BOUND, *, until_handled: bool = False) -> None:
         """Send the signal to the main thread and return once it has been delivered.
 
         Called from another thread. On return the interpreter has flagged the pending handler
         (the wakeup byte is written after that), so the main thread raises :class:`Interrupt`
         at its next check for pending calls: in a blocking lock acquire at once if that acquire
         is interruptible, otherwise as soon as it returns to Python code.
+
+        ``until_handled``: also wait until the handler has run, sending the signal again while
+        it has not. For a main thread that is (about to be) blocked in a lock acquire: CPython
+        checks for signals before it blocks, so a signal that lands after that check but
+        before the thread enters the kernel's wait is seen only when the wait ends (for an
+        untimed wait, never). Only one :class:`Interrupt` is raised per call: the handler
+        absorbs the signals of a round it already interrupted.
         """
         assert threading.get_ident() != self._main, "interrupt_main is for other threads"
         reader = self._reader
         assert reader is not None, "the storm is not installed"
-        self._drain(reader)
         self.ran.clear()
-        signal.pthread_kill(self._main, SIGNAL)
+        self._armed = True
+        end = time.monotonic() + timeout
         while True:
-            ready, _, _ = select.select([reader], [], [], timeout)
-            assert ready, f"signal {SIGNAL} not delivered to the main thread in {timeout}s"
-            if SIGNAL in reader.recv(64):
+            self._drain(reader)
+            signal.pthread_kill(self._main, SIGNAL)
+            while True:
+                ready, _, _ = select.select([reader], [], [], timeout)
+                assert ready, f"signal {SIGNAL} not delivered to the main thread in {timeout}s"
+                if SIGNAL in reader.recv(64):
+                    break
+            if not until_handled or self.ran.wait(RESEND):
                 return
+            assert time.monotonic() < end, f"the handler did not run in {timeout}s"
 
     @staticmethod
     def _drain(reader: socket.socket) -> None:

@@ -71,6 +71,16 @@ def interrupt_after_notify(
     return hook
 
 
+def _outcome(call: Call[object]) -> str:
+    """What a call that should still be waiting did instead (for an assertion's message)."""
+    if not call.finished:
+        return f"{call.thread.name} is neither waiting on the condition nor finished"
+    try:
+        return f"{call.thread.name} returned {call.result()!r}"
+    except BaseException as e:
+        return f"{call.thread.name} raised {e!r}"
+
+
 def assert_lock_intact(q: Queue[Any], probe: CondProbe) -> None:
     """After a round: the main thread left the wait owning the lock, holds it no longer, the
     lock is free again (a bounded acquire: the sweeper may hold it for a moment), and the
@@ -457,7 +467,9 @@ def test_an_interrupted_wait_leaves_the_queue_unchanged_and_no_lock_held(
         if holder == "trace sink":
             holders.append(Call(lambda: q.cancel("absent"), "sink-holder"))
             assert inside.wait(BOUND)
-        storm.interrupt_main()
+        # The handler must run while the sink's thread still holds the lock: wait until it has
+        # run (it runs in the main thread's interrupted acquire, which needs no lock).
+        storm.interrupt_main(until_handled=True)
         go.set()
 
     with closing(q):
@@ -473,7 +485,7 @@ def test_an_interrupted_wait_leaves_the_queue_unchanged_and_no_lock_held(
         assert_lock_intact(q, probe)
         assert (q.snapshot(), q.stats()) == before
         # The second caller may have been woken by the pass-on; it waits again.
-        assert probe.wait_for_line(seconds[0].thread)
+        assert probe.wait_for_line(seconds[0].thread), _outcome(seconds[0])
         assert not seconds[0].finished
         if op == "receive":
             q.send("Z", id="z")
@@ -550,7 +562,7 @@ def test_an_interrupt_in_the_prepare_phase_changes_nothing(storm: SignalStorm, o
 
         def drive() -> None:
             assert inside.wait(BOUND)
-            storm.interrupt_main()
+            storm.interrupt_main(until_handled=True)
 
         before = (q.snapshot(), q.stats())
         q.record_trace(sink)
