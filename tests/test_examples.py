@@ -89,7 +89,7 @@ def test_dead_letters_sets_the_poison_message_aside_after_max_receives(
 @pytest.mark.parametrize(
     ("name", "last_line"),
     [
-        ("consumer", "Stats(visible=0, in_flight=0, done=5, cancelled=0, dead=0)"),
+        ("consumer", "Stats(visible=0, in_flight=0, done=5, cancelled=0, dead=0, delayed=0)"),
         ("redelivery", "messages done: 1"),
         ("idempotent", "shipped: ['PARCEL 42']"),
         ("dead_letters", "processed: [1, 2]; dead letters: [('poison', 3)]"),
