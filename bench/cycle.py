@@ -7,6 +7,13 @@ barrier, and the time is taken from that start to the last join. Threads are cre
 clock starts, and every wait is bounded, so a broken system fails the benchmark instead of
 hanging it.
 
+*Batch throughput* moves the same messages ten at a time: producers each ``send_batch`` lists of
+ten :class:`impl.Entry` (built inside the timed loop, as a caller would), consumers each
+``receive_batch(10)`` and ``delete_batch`` the receipts of what they got, and the figure is
+messages per second; its baseline is ``queue.Queue`` with one put and one get per message
+(:func:`stdlib_queue`). Every delivered id is kept and checked after the run: each sent id
+delivered exactly once.
+
 The systems: ``impl.Queue`` on the real clock (visibility timeout of an hour, so nothing
 expires), the standard library's ``queue.Queue`` (put, get, task_done), persist-queue's
 ``SQLiteAckQueue`` on an in-memory database (put, get, ack) and moto's in-process SQS through a
@@ -22,11 +29,14 @@ import os
 import queue
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
-from impl.queue import Queue
+from impl.message import Entry, Message
+from impl.queue import MAX_BATCH, Queue
 
 #: The body every message carries: small, so the figures measure the queue, not copying.
 BODY = "hello"
@@ -132,6 +142,70 @@ def impl_queue(n: int, p: int, c: int) -> float:
     if done != n:
         raise RuntimeError(f"impl.Queue finished {done} of {n} messages")
     return n / elapsed
+
+
+@dataclass(frozen=True)
+class BatchRun:
+    """One run of the batch workload: its time, every id sent and every id delivered."""
+
+    seconds: float
+    sent: list[str]
+    delivered: list[str]
+
+    def exactly_once(self) -> bool:
+        """Whether every sent id was delivered exactly once, and nothing else was."""
+        once = Counter(self.delivered)
+        return len(self.sent) == len(once) == len(self.delivered) and set(self.sent) == set(once)
+
+
+def impl_batch_run(n: int, p: int, c: int, size: int = MAX_BATCH) -> BatchRun:
+    """``n`` messages through ``impl.Queue`` in batches of ``size``: ``p`` producers
+    ``send_batch``, ``c`` consumers ``receive_batch(size)`` + ``delete_batch``."""
+    per_p, per_c = _split(n, p, c)
+    if per_p % size:
+        raise ValueError(f"n={n} must be a multiple of {p} producers x batches of {size}")
+    q: Queue[str] = Queue(visibility_timeout=3600.0)
+    sent: list[list[str]] = [[] for _ in range(p)]
+    got: list[list[Message[str]]] = [[] for _ in range(c)]
+
+    def producer(ids: list[str]) -> Callable[[], None]:
+        def produce() -> None:
+            for _ in range(per_p // size):
+                ids.extend(q.send_batch([Entry(BODY) for _ in range(size)]))
+
+        return produce
+
+    def consumer(out: list[Message[str]]) -> Callable[[], None]:
+        def consume() -> None:
+            left = per_c
+            while left:
+                msgs = q.receive_batch(min(size, left), timeout=WAIT)
+                q.delete_batch([m.receipt for m in msgs])
+                out.extend(msgs)
+                left -= len(msgs)
+
+        return consume
+
+    try:
+        elapsed = _timed([producer(ids) for ids in sent], [consumer(out) for out in got])
+        done = q.stats().done
+    finally:
+        q.close()
+    if done != n:
+        raise RuntimeError(f"impl.Queue batches finished {done} of {n} messages")
+    return BatchRun(elapsed, [i for ids in sent for i in ids], [m.id for ms in got for m in ms])
+
+
+def impl_batch(n: int, p: int, c: int) -> float:
+    """Messages per second of ``impl.Queue`` in batches of ten (see :func:`impl_batch_run`);
+    raises ``RuntimeError`` unless every message was delivered exactly once."""
+    run = impl_batch_run(n, p, c)
+    if not run.exactly_once():
+        raise RuntimeError(
+            f"impl.Queue batches: {len(run.sent)} sent, {len(run.delivered)} delivered, "
+            f"{len(set(run.delivered))} distinct: not each exactly once"
+        )
+    return n / run.seconds
 
 
 def stdlib_queue(n: int, p: int, c: int) -> float:

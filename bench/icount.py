@@ -1,9 +1,11 @@
 """Hot-path cost in instructions, not seconds: this checkout's ``impl`` against a base revision's.
 
 ``python -m bench.icount --base REV`` runs a few fixed single-threaded programs (send, receive,
-retry, change_visibility, delete cycles) under ``valgrind --tool=callgrind`` twice each, once
-with ``impl`` as it is in the working tree and once with ``impl`` as it was at ``REV`` (taken
-with ``git archive``), and prints the instructions per cycle of each and their ratio.
+retry, change_visibility, delete cycles; and batches of ten, counted per message) under
+``valgrind --tool=callgrind`` twice each, once with ``impl`` as it is in the working tree and
+once with ``impl`` as it was at ``REV`` (taken with ``git archive``), and prints the
+instructions per cycle of each and their ratio (``--program`` picks some). A program that needs
+what the base revision lacks (the batch one, before issue 14) gets ``-`` there.
 
 Why instructions: wall-clock throughput on a shared two-core machine moves by tens of percent
 from run to run (lock convoys, the other core's load; see docs/benchmarks.md), so it cannot
@@ -17,6 +19,7 @@ bench``. Needs valgrind (``apt-get install -y valgrind``).
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import shutil
 import subprocess
@@ -53,7 +56,20 @@ for _ in range(n):
     q.change_visibility(m.receipt, 5.0)
     q.delete(m.receipt)
 """,
+    # Per message, not per call: n messages in batches of ten (n a multiple of 10), each batch
+    # built of fresh entries as a producer would; the deadlines are armed, as in the benchmark.
+    "batch10_send_receive_delete": """
+from impl import Entry
+q = Queue(visibility_timeout=3600.0, clock=FakeClock())
+for _ in range(n // 10):
+    q.send_batch([Entry("x") for _ in range(10)])
+    q.delete_batch([m.receipt for m in q.receive_batch(10)])
+""",
 }
+
+#: What a program needs of ``impl`` (a text in ``impl/queue.py``): a base revision without it
+#: (before issue 14, no batches) gets no figure for that program instead of failing.
+NEEDS: dict[str, str] = {"batch10_send_receive_delete": "def send_batch("}
 
 _PRELUDE = """
 import sys
@@ -99,6 +115,9 @@ def instructions(program: str, root: Path, cycles: int) -> int:
         capture_output=True,
         text=True,
         check=False,
+        # One string hash seed for every run: with random ones, set and dict layouts (and so
+        # their probing) differ from run to run, which moved counts by up to 3 %.
+        env={**os.environ, "PYTHONHASHSEED": "0"},
     )
     if done.returncode != 0:
         raise IcountError(f"the program failed under valgrind:\n{done.stderr[-2000:]}")
@@ -128,33 +147,59 @@ def extract_impl(rev: str, into: Path) -> Path:
 @dataclass(frozen=True)
 class Row:
     program: str
-    base: float
-    this: float
+    base: float | None  # None: the base revision lacks what the program needs
+    this: float | None
 
     @property
-    def ratio(self) -> float:
-        return self.this / self.base
+    def ratio(self) -> float | None:
+        return None if self.base is None or self.this is None else self.this / self.base
 
 
-def compare(base_rev: str, short: int, long: int, this_rev: str | None = None) -> list[Row]:
-    """Instructions per cycle of every program, at ``base_rev`` and in the working tree (or at
-    ``this_rev``)."""
+def has_needs(program: str, root: Path) -> bool:
+    """Whether ``impl`` under ``root`` has what ``program`` needs (see ``NEEDS``)."""
+    need = NEEDS.get(program)
+    return need is None or need in (root / "impl" / "queue.py").read_text()
+
+
+def compare(
+    base_rev: str,
+    short: int,
+    long: int,
+    this_rev: str | None = None,
+    programs: Sequence[str] | None = None,
+) -> list[Row]:
+    """Instructions per cycle of every program (or of ``programs``), at ``base_rev`` and in the
+    working tree (or at ``this_rev``)."""
+    names = list(PROGRAMS) if programs is None else list(programs)
+    unknown = [p for p in names if p not in PROGRAMS]
+    if unknown:
+        raise IcountError(f"no such program: {', '.join(unknown)} (known: {', '.join(PROGRAMS)})")
     with tempfile.TemporaryDirectory(prefix="icount-") as tmp:
         base = extract_impl(base_rev, Path(tmp) / "base")
         this = ROOT if this_rev is None else extract_impl(this_rev, Path(tmp) / "this")
-        return [
-            Row(name, per_cycle(p, base, short, long), per_cycle(p, this, short, long))
-            for name, p in PROGRAMS.items()
-        ]
+
+        def figure(name: str, root: Path) -> float | None:
+            if not has_needs(name, root):
+                return None
+            return per_cycle(PROGRAMS[name], root, short, long)
+
+        return [Row(name, figure(name, base), figure(name, this)) for name in names]
 
 
 def format_rows(rows: Sequence[Row], base_rev: str, this_rev: str | None = None) -> str:
     this = "this tree" if this_rev is None else this_rev[:10]
+
+    def cell(x: float | None, spec: str) -> str:
+        return f"{'-':>{spec.split(',')[0].split('.')[0]}}" if x is None else format(x, spec)
+
     lines = [
-        "instructions per cycle",
+        "instructions per cycle (batch programs: per message)",
         f"{'program':<36} {base_rev[:13]:>14} {this:>14} {'ratio':>7}",
     ]
-    lines += [f"{r.program:<36} {r.base:>14,.0f} {r.this:>14,.0f} {r.ratio:>7.3f}" for r in rows]
+    lines += [
+        f"{r.program:<36} {cell(r.base, '14,.0f')} {cell(r.this, '14,.0f')} {cell(r.ratio, '7.3f')}"
+        for r in rows
+    ]
     return "\n".join(lines)
 
 
@@ -166,11 +211,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--short", type=int, default=2_000, help="cycles of the short run")
     parser.add_argument("--long", type=int, default=12_000, help="cycles of the long run")
+    parser.add_argument(
+        "--program",
+        action="append",
+        choices=list(PROGRAMS),
+        help="measure only this program (repeatable; default: all)",
+    )
     args = parser.parse_args(argv)
     if not 0 < args.short < args.long:
         parser.error("need 0 < --short < --long")
+    if args.short % 10 or args.long % 10:
+        parser.error("--short and --long must be multiples of 10 (the batch programs)")
     try:
-        rows = compare(args.base, args.short, args.long, args.this)
+        rows = compare(args.base, args.short, args.long, args.this, args.program)
     except IcountError as e:
         print(f"icount: {e}", file=sys.stderr)
         return 1

@@ -1,4 +1,5 @@
-"""The benchmark's figure: throughput against thread count, time per cycle against load.
+"""The benchmark's figure: throughput against thread count, batch throughput against
+``queue.Queue``, and time per cycle against load.
 
 matplotlib is optional (``pip install matplotlib``): :func:`available` says whether it is
 installed, so ``python -m bench --plot`` can refuse at once, before measuring anything.
@@ -17,12 +18,12 @@ def available() -> bool:
 
 
 def plot(series: dict[str, Any], path: str, title: str) -> None:
-    """Write a PNG with two panels from the report's ``series`` (see ``bench.suite``)."""
+    """Write a PNG with three panels from the report's ``series`` (see ``bench.suite``)."""
     matplotlib: Any = importlib.import_module("matplotlib")
     matplotlib.use("Agg")  # no display needed
     plt: Any = importlib.import_module("matplotlib.pyplot")
 
-    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.5))
+    fig, (left, middle, right) = plt.subplots(1, 3, figsize=(16, 4.5))
     labels = [f"{p}/{c}" for p, c in series["threads"]]
     xs = list(range(len(labels)))
     highest = 0.0
@@ -40,6 +41,24 @@ def plot(series: dict[str, Any], path: str, title: str) -> None:
     left.grid(True, which="both", alpha=0.3)
     left.set_ylim(top=highest * 30)  # head room for the legend above the lines
     left.legend(loc="upper center", ncol=2)
+
+    # Batches: one group of bars per CPU setting, one bar per system.
+    cpus = series["batch_cpus"]
+    systems = list(series["batch"].items())
+    width = 0.8 / max(len(systems), 1)
+    for i, (system, values) in enumerate(systems):
+        points = [(x, v) for x, v in enumerate(values) if v is not None]
+        if points:
+            bx, by = zip(*points, strict=True)
+            bars = middle.bar([x + (i - (len(systems) - 1) / 2) * width for x in bx], by, width)
+            bars.set_label(system)
+            middle.bar_label(bars, [f"{v / 1000:,.0f}K" for v in by], fontsize=8)
+    middle.set_xticks(range(len(cpus)), cpus)
+    middle.set_ylabel("messages per second (4 producers / 4 consumers)")
+    middle.set_title("Batches of 10 vs queue.Queue per message")
+    middle.grid(True, axis="y", alpha=0.3)
+    middle.margins(y=0.25)  # head room for the legend above the bars
+    middle.legend(loc="upper center", ncol=2)
 
     for system, values in series["cycle_time_us"].items():
         right.plot(series["in_flight"], values, marker="o", label=system)

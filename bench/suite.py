@@ -3,7 +3,7 @@
 This module is the suite: the sizes, the targets, every row of the report, and the command line
 that ``python -m bench`` runs:
 
-    python -m bench                      # full run, about 1.5 minutes on 2 cores
+    python -m bench                      # full run, about 2 minutes on 2 cores
     python -m bench --quick              # small sizes, a few seconds (the test's mode)
     python -m bench --json docs/bench/bench.json --plot docs/bench/bench.png
 
@@ -13,6 +13,9 @@ runs; the runs of a figure and of its baseline are interleaved, so background lo
 The optional baselines (persist-queue, moto) are skipped with a note when not installed.
 ``--check`` makes the exit status 1 when a target fails (the default is 0: a benchmark on a
 shared machine reports, it does not gate).
+
+The batch rows (issue 14) move messages ten at a time through 4 producers and 4 consumers and
+compare messages per second with ``queue.Queue``'s one put and one get per message.
 
 What each figure means, and how it is measured, is in ``bench.cycle``,
 ``bench.state`` and ``bench.realtime``; ``docs/benchmarks.md`` has a recorded run.
@@ -55,6 +58,7 @@ class Sizes:
     idle_window: float  # seconds; figures are scaled to CPU per 2 s
     redeliveries: int
     vt: float  # visibility timeout of the redelivery benchmark, seconds
+    batch_messages: int  # messages per batch-throughput run (and per run of its baseline)
 
 
 FULL = Sizes(
@@ -71,6 +75,7 @@ FULL = Sizes(
     idle_window=2.0,
     redeliveries=200,
     vt=0.01,
+    batch_messages=48_000,
 )
 
 QUICK = replace(
@@ -85,7 +90,11 @@ QUICK = replace(
     idle_in_flight=1_000,
     idle_window=0.25,
     redeliveries=20,
+    batch_messages=1_600,
 )
+
+#: The batch rows' threads: 4 producers, 4 consumers (issue 14).
+BATCH_THREADS = (4, 4)
 
 #: The two systems every throughput row compares, plus the optional baselines by import name.
 IMPL = "impl.Queue"
@@ -114,6 +123,7 @@ class Target:
 TARGETS = {
     "cycle_4x4_vs_queue": Target("ratio", ">=", 0.5, "ratio >= 0.5"),
     "cycle_4x4_vs_moto": Target("ratio", ">=", 10.0, "ratio >= 10"),
+    "batch_4x4_vs_queue": Target("ratio", ">=", 0.4, "ratio >= 0.4"),
     "cycle_time_largest": Target("ratio", "<=", 1.5, "ratio <= 1.5"),
     "idle_cpu": Target("value", "<=", 10.0, "< 10 ms per 2 s"),
     "redelivery_median": Target("value", "<=", 2.0, "< 2 ms"),
@@ -214,6 +224,63 @@ def _ratios(values: list[float], baselines: list[float]) -> str:
     return ", ".join(f"{ratio(v, b):.2f}" for v, b in zip(values, baselines, strict=True))
 
 
+def batches(sizes: Sizes, repeat: int) -> tuple[list[Row], dict[str, list[float | None]]]:
+    """Batch throughput rows: messages per second of ``impl.Queue`` moved ten at a time
+    (``send_batch``; ``receive_batch`` + ``delete_batch``) beside ``queue.Queue``'s one put and
+    one get per message, 4/4 threads, on every CPU and pinned to one; and the plot's series."""
+    p, c = BATCH_THREADS
+    n = sizes.batch_messages
+    runs: dict[tuple[str, bool], list[float]] = {}
+    pinned = False
+    systems: dict[str, Callable[[], float]] = {
+        IMPL: lambda: bench_cycle.impl_batch(n, p, c),
+        STDLIB: lambda: bench_cycle.stdlib_queue(n, p, c),
+    }
+    for r in range(repeat):
+        progress(f"  batches of 10, {p}/{c} threads, run {r + 1}/{repeat}")
+        for name, run in systems.items():
+            runs.setdefault((name, False), []).append(run())
+        for name, run in systems.items():
+            with bench_cycle.one_cpu() as could_pin:
+                runs.setdefault((name, True), []).append(run())
+            pinned = could_pin
+    how = f"{n:,} messages, send_batch of 10 Entry; receive_batch(10) + delete_batch"
+    once = "each delivered exactly once"
+    rows = [
+        row(
+            f"batch_{p}x{c}_vs_queue",
+            f"batch throughput {p}/{c} threads vs {STDLIB}",
+            "msgs/s",
+            _median(runs[(IMPL, False)]),
+            "queue.Queue put+get per message",
+            _median(runs[(STDLIB, False)]),
+            f"{how}, {once}; ratio of each run: "
+            + _ratios(runs[(IMPL, False)], runs[(STDLIB, False)]),
+        )
+    ]
+    if pinned:
+        rows.append(
+            row(
+                f"batch_{p}x{c}_one_cpu_vs_queue",
+                f"batch throughput {p}/{c} threads on one CPU vs {STDLIB}",
+                "msgs/s",
+                _median(runs[(IMPL, True)]),
+                "queue.Queue put+get per message, one CPU",
+                _median(runs[(STDLIB, True)]),
+                f"both pinned to one CPU; {how}, {once}; ratio of each run: "
+                + _ratios(runs[(IMPL, True)], runs[(STDLIB, True)]),
+            )
+        )
+    series: dict[str, list[float | None]] = {
+        f"{name} {'batches of 10' if name == IMPL else 'put+get'}": [
+            _median(runs[(name, False)]),
+            _median(runs[(name, True)]) if pinned else None,
+        ]
+        for name in (IMPL, STDLIB)
+    }
+    return rows, series
+
+
 def scaling(sizes: Sizes, repeat: int) -> tuple[list[Row], dict[str, list[float]]]:
     """Time per cycle at each load; the largest load is compared with the smallest."""
     loads = ", ".join(f"{n:,}" for n in sizes.in_flight)
@@ -305,6 +372,9 @@ def run(sizes: Sizes, repeat: int) -> tuple[list[Row], dict[str, Any]]:
     """Every benchmark, in order; the judged rows and the series for the plot."""
     progress("cycle throughput")
     rows, thr = throughput(sizes, repeat)
+    progress("batch throughput")
+    batch_rows, batch_series = batches(sizes, repeat)
+    rows += batch_rows
     progress("scaling")
     scale_rows, times = scaling(sizes, repeat)
     progress("expiry and memory")
@@ -314,6 +384,8 @@ def run(sizes: Sizes, repeat: int) -> tuple[list[Row], dict[str, Any]]:
     series = {
         "threads": [list(c) for c in sizes.threads],
         "throughput": thr,
+        "batch_cpus": [f"{os.cpu_count()} CPUs", "one CPU"],
+        "batch": batch_series,
         "in_flight": list(sizes.in_flight),
         "cycle_time_us": times,
     }

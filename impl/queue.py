@@ -535,8 +535,10 @@ class Queue(Generic[T]):
         another sender while this batch waits raises :class:`DuplicateIdError` when it wakes.
         """
         batch = _check_batch("entries", entries)
-        ids: list[str | None] = []
-        delays: list[float] = []
+        n = len(batch)
+        # Filled in for the entries that give an id or a delay; most give neither.
+        ids: list[str | None] = [None] * n
+        delays = [self._delay] * n
         explicit: dict[str, int] = {}
         for i, e in enumerate(batch):
             if not isinstance(e, Entry):
@@ -547,20 +549,18 @@ class Queue(Generic[T]):
                     f"entries[{i}].{which} must be None: a standard queue has no message groups "
                     "or deduplication (FIFO queues only)"
                 )
-            id = None if e.id is None else check_id(f"entries[{i}].id", e.id)
-            if id is not None:
+            if e.id is not None:
+                id = check_id(f"entries[{i}].id", e.id)
                 if id in explicit:
                     raise DuplicateIdError(
                         f"entries[{i}].id {id!r} repeats entries[{explicit[id]}].id"
                     )
                 explicit[id] = i
-            ids.append(id)
-            delays.append(
-                self._delay if e.delay is None else check_time(f"entries[{i}].delay", e.delay)
-            )
+                ids[i] = id
+            if e.delay is not None:
+                delays[i] = check_time(f"entries[{i}].delay", e.delay)
         check_bool("block", block)
         wait = check_optional_time("timeout", timeout)
-        n = len(batch)
         if self._capacity is not None and n > self._capacity:
             raise ValueError(
                 f"entries: a batch of {n} can never fit a queue of capacity {self._capacity}"
@@ -601,13 +601,7 @@ class Queue(Generic[T]):
                 finally:
                     self._waiting[_BATCH_SENDERS] -= 1
             # prepare: everything that may raise
-            final: list[str] = []
-            for id in ids[:k]:
-                if id is None:
-                    id = self._fresh_id()
-                    while id in explicit:
-                        id = self._fresh_id()
-                final.append(id)
+            final = self._fresh_ids(ids[:k], explicit)
             try:
                 now = None
                 visible_at: list[float] = []
@@ -625,14 +619,22 @@ class Queue(Generic[T]):
                 self._notify(self.not_full)  # a notify may have woken us for this room
                 raise
             # commit: each entry as send, in order
-            for i, id in enumerate(final):
-                self._accepted.add(id)
-                rec = Record(id, batch[i].body)
-                if delays[i]:
-                    self._add_delayed(rec, visible_at[i])
-                else:
-                    self._visible[id] = rec
+            self._accepted.update(final)
+            if not longest:  # the common batch: every entry visible at once
+                visible = self._visible
+                for id, e in zip(final, batch, strict=False):
+                    visible[id] = Record(id, e.body)
+                # One notify per message made visible, as k sends would (none if none waits).
+                for _ in range(min(k, self._waiting[self.not_empty])):
                     self._notify(self.not_empty)
+            else:
+                for i, id in enumerate(final):
+                    rec = Record(id, batch[i].body)
+                    if delays[i]:
+                        self._add_delayed(rec, visible_at[i])
+                    else:
+                        self._visible[id] = rec
+                        self._notify(self.not_empty)
             self._check()
             return final
 
@@ -735,11 +737,13 @@ class Queue(Generic[T]):
                 self._notify(self.not_empty)  # pass on a notify we may have taken (see _wait)
                 raise
             # commit
+            recs = self._deliver_batch(n, deadline)
+            receipt_of, arm = self._receipt, self._arm
             out: list[Message[T]] = []
-            for rec in self._deliver_batch(n, deadline):
-                receipt = rec.receipt = self._receipt(rec)
+            for rec in recs:
+                receipt = rec.receipt = receipt_of(rec)
                 if rec.deadline is not None:
-                    self._arm(rec)
+                    arm(rec)
                 out.append(Message(rec.id, rec.body, rec.attempt, receipt))
             self._check()
             return out
@@ -773,25 +777,26 @@ class Queue(Generic[T]):
         for a batch that is not a sequence of 1 to 10 :class:`Receipt`.
         """
         batch = _check_batch("receipts", receipts)
-        for i, r in enumerate(batch):
+        for r in batch:
             if not isinstance(r, Receipt):
+                i = next(i for i, r in enumerate(batch) if not isinstance(r, Receipt))
                 raise TypeError(f"receipts[{i}] must be a Receipt, got {type(r).__name__}")
         if self._sink_thread is not None:
             self._refuse_reentry("delete_batch")
         with self.mutex:
             recs = self._to_delete_batch(batch)
+            results = [rec is not None for rec in recs]
             if self._trace is not None:
                 self._record(
-                    "delete_batch",
-                    tuple((r.id, r.attempt) for r in batch),
-                    tuple(rec is not None for rec in recs),
+                    "delete_batch", tuple((r.id, r.attempt) for r in batch), tuple(results)
                 )
             # commit
+            delete = self._delete
             for rec in recs:
                 if rec is not None:
-                    self._delete(rec)
+                    delete(rec)
             self._check()
-            return [rec is not None for rec in recs]
+            return results
 
     def retry(self, receipt: Receipt) -> bool:
         """Give a live delivery back at once: *release* it (see :meth:`change_visibility`).
@@ -1221,8 +1226,9 @@ class Queue(Generic[T]):
         message already deleted by an earlier receipt of the batch gives ``None``."""
         recs: list[Record[T] | None] = []
         gone: set[str] = set()
+        to_delete = self._to_delete
         for receipt in receipts:
-            rec = self._to_delete(receipt)
+            rec = to_delete(receipt)
             if rec is not None:
                 if rec.id in gone:
                     rec = None
@@ -1438,6 +1444,28 @@ class Queue(Generic[T]):
             id = f"msg-{next(self._ids)}"
             if id not in self._accepted:
                 return id
+
+    def _fresh_ids(self, ids: list[str | None], taken: dict[str, int]) -> list[str]:
+        # send_batch's ids: each None in ``ids`` replaced by a fresh id that is neither accepted
+        # nor in ``taken`` (the batch's own ids), in order: the ids that _fresh_id called once
+        # per None (skipping those in ``taken`` too) would give, made in one go.
+        wanted = ids.count(None)
+        if not wanted:
+            return [id for id in ids if id is not None]
+        counter = self._ids
+        fresh = [f"msg-{i}" for i in itertools.islice(counter, wanted)]
+        accepted = self._accepted
+        if not accepted.isdisjoint(fresh) or not taken.keys().isdisjoint(fresh):
+            # A caller chose one of them first (rare): keep the others, in counter order.
+            fresh = [id for id in fresh if id not in accepted and id not in taken]
+            while len(fresh) < wanted:
+                id = f"msg-{next(counter)}"
+                if id not in accepted and id not in taken:
+                    fresh.append(id)
+        if wanted == len(ids):
+            return fresh
+        it = iter(fresh)
+        return [next(it) if id is None else id for id in ids]
 
     def _record(
         self, action: str, args: tuple[object, ...], result: object, now: float | None = None

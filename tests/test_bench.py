@@ -21,7 +21,7 @@ import pytest
 
 import bench.icount as icount
 import bench.leak as leak
-from bench.cycle import one_cpu, optional
+from bench.cycle import BatchRun, impl_batch_run, one_cpu, optional
 from bench.report import Row, format_table
 from bench.suite import TARGETS, Target
 
@@ -41,6 +41,7 @@ EXPECTED_KEYS = {
     "idle_cpu",
     "redelivery_median",
     "redelivery_p99",
+    "batch_4x4_vs_queue",
 }
 
 
@@ -123,6 +124,42 @@ def test_one_cpu_confines_the_threads_started_inside_and_restores_after() -> Non
     assert os.sched_getaffinity(0) == before
 
 
+def test_batch_rows_beside_queue_queue_on_every_cpu_and_pinned(quick_run: dict[str, Any]) -> None:
+    rows = {r["key"]: r for r in quick_run["report"]["rows"]}
+    keys = ["batch_4x4_vs_queue"]
+    if hasattr(os, "sched_setaffinity"):
+        keys.append("batch_4x4_one_cpu_vs_queue")
+    else:
+        assert "batch_4x4_one_cpu_vs_queue" not in rows
+    for k in keys:
+        r = rows[k]
+        assert r["unit"] == "msgs/s" and r["baseline_name"].startswith("queue.Queue put+get"), r
+        assert "each delivered exactly once" in r["note"], r
+        runs = r["note"].split("ratio of each run: ")[1].split(", ")
+        assert len(runs) == quick_run["report"]["repeat"], r
+    assert rows["batch_4x4_vs_queue"]["target"] == "ratio >= 0.4"
+    series = quick_run["report"]["series"]
+    assert len(series["batch_cpus"]) == 2
+    assert set(series["batch"]) == {"impl.Queue batches of 10", "queue.Queue put+get"}
+    for values in series["batch"].values():
+        assert len(values) == 2 and values[0] is not None and values[0] > 0
+
+
+@pytest.mark.parametrize(("n", "p", "c"), [(400, 4, 4), (80, 1, 1), (240, 2, 3)])
+def test_batch_workload_delivers_every_message_exactly_once(n: int, p: int, c: int) -> None:
+    run = impl_batch_run(n, p, c)
+    assert len(run.sent) == len(set(run.sent)) == n
+    assert sorted(run.delivered) == sorted(run.sent)
+    assert run.exactly_once()
+
+
+def test_batch_workload_check_catches_a_lost_or_repeated_message() -> None:
+    run = impl_batch_run(40, 1, 1)
+    lost = BatchRun(run.seconds, run.sent, run.delivered[1:])
+    twice = BatchRun(run.seconds, run.sent, [*run.delivered[1:], run.delivered[2]])
+    assert run.exactly_once() and not lost.exactly_once() and not twice.exactly_once()
+
+
 def test_table_has_one_line_per_row(quick_run: dict[str, Any]) -> None:
     lines = [ln for ln in quick_run["stdout"].splitlines() if ln.startswith("| ")]
     assert lines[0].split("|")[1].strip() == "benchmark"
@@ -188,6 +225,21 @@ def test_icount_says_clearly_when_there_is_no_count_or_no_valgrind(
     monkeypatch.setattr("bench.icount.shutil.which", lambda name: None)
     assert icount.main(["--base", "HEAD"]) == 1
     assert "valgrind is not installed" in capsys.readouterr().err
+
+
+def test_icount_batch_program_needs_send_batch(tmp_path: Path) -> None:
+    (tmp_path / "impl").mkdir()
+    (tmp_path / "impl" / "queue.py").write_text("class Queue:\n    def send(self): ...\n")
+    assert not icount.has_needs("batch10_send_receive_delete", tmp_path)
+    assert icount.has_needs("send_receive_delete", tmp_path)
+    assert icount.has_needs("batch10_send_receive_delete", ROOT)
+    rows = [icount.Row("batch10_send_receive_delete", None, 40_000.0)]
+    assert icount.format_rows(rows, "main").splitlines()[-1].split() == [
+        "batch10_send_receive_delete",
+        "-",
+        "40,000",
+        "-",
+    ]
 
 
 def test_icount_takes_impl_from_the_base_revision(tmp_path: Path) -> None:
