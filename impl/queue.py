@@ -920,7 +920,8 @@ class Queue(Generic[T]):
             return [rec is not None for rec in recs]
 
     def cancel(self, id: str) -> bool:
-        """Cancel a visible or in-flight message: ``True``, its receipt dies, capacity is freed.
+        """Cancel a delayed, visible or in-flight message: ``True``, its receipt (if any) dies, and
+        capacity is freed.
 
         The other visible messages keep their order. For an unknown id or a finished message,
         ``False`` and the queue is unchanged. ``TypeError``/``ValueError`` for a malformed id.
