@@ -176,8 +176,12 @@ def _step_ok(before: State, after: State, now: Time | None = None) -> bool:
 def _batch_ok(
     before: State, name: str, arguments: dict[str, object], after: State, result: object
 ) -> bool:
-    """``BatchAtomic``: the batch is its entries one after another, nothing in between."""
-    assert (after, result) == one_by_one(before, name, arguments), "BatchAtomic"
+    """``BatchAtomic``: the batch is its entries one after another, nothing in between.
+
+    (A helper of the contracts, not one itself: CrossHair takes a function whose body begins
+    with an ``assert`` for a contract, so this one begins with the computation.)"""
+    expected = one_by_one(before, name, arguments)
+    assert (after, result) == expected, "BatchAtomic"
     return True
 
 
