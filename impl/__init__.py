@@ -9,11 +9,13 @@
     ('a', 'hello', 1, True)
 
 ``Queue`` is the SQS-style queue; ``JobQueue`` is the single-owner job-queue API of the second
-seed, a thin adapter over the same engine.
+seed, a thin adapter over the same engine; ``FifoQueue`` is the SQS FIFO queue (message groups,
+deduplication), a subclass of ``Queue`` (contract section 2b).
 """
 
 from impl.clock import Clock, FakeClock, MonotonicClock
 from impl.errors import DuplicateIdError, Empty, Full, ShutDown
+from impl.fifo import FifoQueue
 from impl.jobqueue import Job, JobQueue
 from impl.message import Entry, Health, Message, Receipt, Snapshot, SnapshotMessage, Stats
 from impl.queue import Queue, TraceStep
@@ -24,6 +26,7 @@ __all__ = [
     "Empty",
     "Entry",
     "FakeClock",
+    "FifoQueue",
     "Full",
     "Health",
     "Job",

@@ -63,13 +63,16 @@ class Message(Generic[T]):
     """One delivery of a message: what ``receive`` returns (and ``dead_letters`` lists).
 
     ``attempt`` is 1 on the first delivery and grows by one with each redelivery; ``receipt`` is
-    the handle that ``delete``, ``retry`` and ``change_visibility`` need.
+    the handle that ``delete``, ``retry`` and ``change_visibility`` need; ``group`` is set on a
+    FIFO queue only.
     """
 
     id: str
     body: T
     attempt: int
     receipt: Receipt
+    #: The message's group on a FIFO queue (``impl.FifoQueue``); ``None`` on a standard queue.
+    group: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -301,6 +301,7 @@ class Queue(Generic[T]):
     - ``_deliver(deadline)``: receive's step: the head becomes in flight, attempt + 1, deadline.
     - ``_deliver_batch(n, deadline)``: receive_batch's step: ``_deliver`` the first min(n,
       visible) messages, with the lock held throughout.
+    - ``_heads(n)``: the records ``_deliver_batch(n, ...)`` would deliver (for the trace).
     - ``_receipt(rec)``: make the receipt of ``rec``'s delivery, which becomes the live one.
     - ``_live(receipt)``: the in-flight record ``receipt`` names, if it is live.
     - ``_to_delete(receipt)``: the record a delete acts on: the live one.
@@ -676,7 +677,7 @@ class Queue(Generic[T]):
                     if self._sweeper is None:
                         self._start_sweeper()
                 if self._trace is not None:
-                    head = next(iter(self._visible.values()))
+                    head = self._heads(1)[0]
                     self._record("receive", (vt,), (head.id, head.attempt + 1, deadline))
             except BaseException:
                 # A notify may have woken us for the head we leave visible: pass it on, so no
@@ -730,8 +731,7 @@ class Queue(Generic[T]):
                     if self._sweeper is None:
                         self._start_sweeper()
                 if self._trace is not None:
-                    heads = itertools.islice(self._visible.values(), n)
-                    result = tuple((r.id, r.attempt + 1, deadline) for r in heads)
+                    result = tuple((r.id, r.attempt + 1, deadline) for r in self._heads(n))
                     self._record("receive_batch", (n, vt), result, now)
             except BaseException:
                 self._notify(self.not_empty)  # pass on a notify we may have taken (see _wait)
@@ -1196,6 +1196,13 @@ class Queue(Generic[T]):
         the caller arms and makes the receipts, in delivery order."""
         deliver = self._deliver
         return [deliver(deadline) for _ in range(min(n, len(self._visible)))]
+
+    def _heads(self, n: int) -> list[Record[T]]:
+        """The records that ``_deliver_batch(n, ...)`` would deliver now, in delivery order,
+        without delivering them: the first min(n, visible) of the visible FIFO. Read only by
+        the trace of receive and receive_batch (before their commit), so that a subclass that
+        delivers in another order (``impl.FifoQueue``) traces what it delivers."""
+        return list(itertools.islice(self._visible.values(), n))
 
     def _receipt(self, rec: Record[T]) -> Receipt:
         """Make the receipt of ``rec``'s current delivery: ``(this queue, id, attempt)``.
