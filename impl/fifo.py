@@ -103,6 +103,9 @@ class FifoQueue(Queue[T]):
     def dedup_interval(self) -> float:
         return self._dedup_interval
 
+    def __enter__(self) -> FifoQueue[T]:
+        return self
+
     def __repr__(self) -> str:
         return (
             f"FifoQueue(capacity={self._capacity!r}, "
