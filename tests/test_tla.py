@@ -280,3 +280,68 @@ def test_end_to_end_the_split_batch_model_fails_as_expected(
     c1 = batch[ModelValue("c1")]
     assert isinstance(c1, Record) and c1["done"] is True
     assert c1["got"] == ((ModelValue("a"), 1),)  # one message, where a and b were visible
+
+
+# -- issue 15: FIFO queues ----------------------------------------------------------------------
+
+
+def test_the_fifo_models_declare_their_expected_outcomes() -> None:
+    models = {m.name: m for m in discover()}
+    assert models["QueueFifo"].expected == models["QueueFifoDedup"].expected == "ok"
+    assert models["QueueFifo"].spec == models["QueueFifoDedup"].spec == TLA_DIR / "QueueFifo.tla"
+    assert models["QueueFifoRetryLate"].expected == "violation NoDuplicateFromRetry"
+    assert models["QueueFifoRetryLate"].spec == TLA_DIR / "QueueFifo.tla"
+    assert models["QueueFifoSlowConsumer"].expected == "violation ExactlyOnce"
+    assert models["QueueFifoSlowConsumer"].spec == TLA_DIR / "QueueFifoConsumers.tla"
+
+
+@needs_java
+def test_end_to_end_a_retry_within_the_dedup_interval_makes_no_second_message(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["--model", "QueueFifoDedup", "--quiet"]) == 0
+    assert "QueueFifoDedup: ok" in capsys.readouterr().out
+
+
+@needs_java
+def test_end_to_end_a_retry_after_the_dedup_interval_is_a_second_message(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """a is sent, received and deleted; the clock passes a's window; the producer's retry b
+    (a's dedup id) is accepted and delivered: two messages of one dedup id were processed."""
+    assert main(["--model", "QueueFifoRetryLate", "--quiet"]) == 0
+    assert "counterexample found, as expected" in capsys.readouterr().out
+    steps = parse_trace((TLA_DIR / "_runs" / "QueueFifoRetryLate.trace").read_text())
+    a, b = ModelValue("a"), ModelValue("b")
+    assert [s.state["sent"] for s in steps] == [(), (a,), (a,), (a,), (a,), (a, b), (a, b)]
+    assert [s.state["now"] for s in steps] == [0, 0, 0, 0, 1, 1, 1]
+    last = steps[-1].state["msgs"]
+    assert isinstance(last, Function)
+    records = [last[i] for i in (a, b)]
+    assert all(isinstance(r, Record) for r in records)
+    assert [r["status"] for r in records if isinstance(r, Record)] == ["DONE", "IN_FLIGHT"]
+
+
+@needs_java
+def test_end_to_end_a_slow_consumer_processes_a_fifo_message_twice(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["--model", "QueueFifoSlowConsumer", "--quiet"]) == 0
+    assert "counterexample found, as expected" in capsys.readouterr().out
+    steps = parse_trace((TLA_DIR / "_runs" / "QueueFifoSlowConsumer.trace").read_text())
+    assert [s.action for s in steps] == [
+        "Initial",
+        "Produce",
+        "Consume",
+        "Clock",
+        "Sweep",
+        "Consume",
+        "Finish",
+        "Finish",
+    ]
+    finished = steps[-1].state["finished"]  # a set of records, read as a tuple
+    assert isinstance(finished, tuple) and all(isinstance(f, Record) for f in finished)
+    assert {(f["receipt"], f["deleted"]) for f in finished if isinstance(f, Record)} == {
+        ((ModelValue("a"), 1), False),
+        ((ModelValue("a"), 2), True),
+    }
