@@ -92,10 +92,12 @@ class FifoQueue(Queue[T]):
         dedup_interval: float = 300.0,
         clock: Clock | None = None,
     ) -> None:
-        """As :class:`impl.Queue`, plus ``dedup_interval``: seconds (finite, >= 0) after an
+        """As :class:`impl.Queue`, plus ``dedup_interval``: seconds (finite, > 0) after an
         acceptance during which a send with the same ``dedup_id`` is a duplicate."""
         super().__init__(capacity, visibility_timeout, max_receives, delay, clock)
         self._dedup_interval = check_time("dedup_interval", dedup_interval)
+        if not self._dedup_interval > 0:
+            raise ValueError(f"dedup_interval must be > 0, got {dedup_interval!r}")
         self._dedup: dict[str, tuple[str, float]] = {}
         self._sends = 0
 
@@ -137,6 +139,8 @@ class FifoQueue(Queue[T]):
         no dedup id. Trace step: ``("send", (id, delay, group, dedup_id), result, now)`` with
         result ``True``, or the earlier id for a duplicate.
         """
+        if group is None:
+            raise ValueError("group is required on a FIFO queue")
         group = check_id("group", group)
         if id is not None:
             id = check_id("id", id)
@@ -235,7 +239,7 @@ class FifoQueue(Queue[T]):
                     "(the queue's delay applies)"
                 )
             if e.group is None:
-                raise TypeError(f"entries[{i}].group is required on a FIFO queue")
+                raise ValueError(f"entries[{i}].group is required on a FIFO queue")
             groups.append(check_id(f"entries[{i}].group", e.group))
             if e.id is not None:
                 id = check_id(f"entries[{i}].id", e.id)

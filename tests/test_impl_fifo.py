@@ -29,7 +29,7 @@ def test_constructor_and_defaults() -> None:
     with FifoQueue[str]() as q:
         assert isinstance(q, impl.Queue)
         assert q.dedup_interval == 300.0 and q.delay == 0.0 and q.visibility_timeout == 30.0
-    for bad in (-1.0, float("nan"), float("inf")):
+    for bad in (-1.0, 0.0, float("nan"), float("inf")):
         with pytest.raises(ValueError, match="dedup_interval"):
             FifoQueue[str](dedup_interval=bad)
     with pytest.raises(TypeError, match="dedup_interval"):
@@ -58,7 +58,7 @@ def test_group_is_required_and_of_the_id_form_and_no_per_send_delay() -> None:
     with make() as q:
         with pytest.raises(TypeError):
             q.send("x")  # type: ignore[call-arg]
-        with pytest.raises(TypeError, match="group"):
+        with pytest.raises(ValueError, match="group is required"):
             q.send("x", group=None)  # type: ignore[arg-type]
         with pytest.raises(ValueError, match="group"):
             q.send("x", group="no spaces")
@@ -220,7 +220,7 @@ def test_send_batch_argument_errors_name_the_entry() -> None:
     with make() as q:
         with pytest.raises(ValueError, match=r"entries\[1\].dedup_id .* repeats entries\[0\]"):
             q.send_batch([Entry("a", group="A", dedup_id="d"), Entry("b", group="A", dedup_id="d")])
-        with pytest.raises(TypeError, match=r"entries\[1\].group"):
+        with pytest.raises(ValueError, match=r"entries\[1\].group is required"):
             q.send_batch([Entry("a", group="A"), Entry("b")])
         with pytest.raises(ValueError, match=r"entries\[0\].delay"):
             q.send_batch([Entry("a", group="A", delay=1.0)])
