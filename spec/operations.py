@@ -26,6 +26,8 @@ all treat it as one more step.
 from __future__ import annotations
 
 import enum
+import functools
+import inspect
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
 from typing import Any, Final
@@ -65,7 +67,8 @@ class Kind(enum.Enum):
     DELAY = "delay"
     #: A batch size ``n``: an ``int`` in ``1..MAX_BATCH``.
     COUNT = "count"
-    #: ``send_batch``'s entries: a tuple of ``(id, body, delay)``, ``delay`` as :attr:`DELAY`.
+    #: ``send_batch``'s entries: a tuple of ``(id, body, delay)``, ``delay`` as :attr:`DELAY`;
+    #: on a FIFO queue ``(id, body, None, group, dedup_id)`` (contract section 2b).
     #: The harness writes ``[[id, payload], [id, payload, opts], ...]``.
     ENTRIES = "entries"
     #: A tuple of receipts, each ``(id, attempt)`` on the step's queue (the spec function gets
@@ -74,6 +77,12 @@ class Kind(enum.Enum):
     #: A tuple of changes, each ``(id, attempt, timeout)`` (the spec function gets
     #: ``(Receipt, timeout)`` pairs). The harness writes ``[[id, attempt, t], ...]``.
     CHANGES = "changes"
+    #: A FIFO send's message group (``str``; ``None`` on a standard queue). The harness writes
+    #: it in the op's options object, ``{"group": g}``.
+    GROUP = "group"
+    #: A FIFO send's deduplication id (``str``, or ``None``: never a duplicate). The harness
+    #: writes it in the op's options object, ``{"dedup": d}``.
+    DEDUP = "dedup id"
 
 
 class Result(enum.Enum):
@@ -96,9 +105,13 @@ class Result(enum.Enum):
         """Whether a step with this result did something: a rejected call is no transition.
 
         A batch of bools did something iff one entry did; a batch of deliveries iff it
-        delivered one; a count iff it is not 0.
+        delivered one; a count iff it is not 0. A FIFO duplicate's result (the earlier id, a
+        ``str``) changed nothing; a FIFO ``send_batch``'s per-entry tuple did something iff an
+        entry was accepted (``True``).
         """
         if self is Result.BOOL:
+            if isinstance(result, tuple):
+                return any(r is True for r in result)
             return result is True
         if self is Result.DELIVERY:
             return result is not None
@@ -148,7 +161,11 @@ class Operation:
     ``function``  the spec transition; ``None``: the operation moves the clock by its argument;
     ``reads_clock``  the transition takes ``now``;
     ``releases``  its effect may be the contract's *release* (to ``VISIBLE`` or ``DEAD``);
-    ``observed``  the impl method returns the result (``Queue.sweep`` returns nothing).
+    ``observed``  the impl method returns the result (``Queue.sweep`` returns nothing);
+    ``options``   model arguments after ``args`` that a step may leave out (then ``None``):
+                  ``send``'s FIFO ``group`` and ``dedup_id`` (contract section 2b). The tables
+                  derived from ``args`` (arities, signatures, harness shapes) do not see them,
+                  so the standard queue's tables are what they were.
     """
 
     name: str
@@ -162,6 +179,7 @@ class Operation:
     reads_clock: bool = False
     releases: bool = False
     observed: bool = True
+    options: tuple[Arg, ...] = ()
 
     def __post_init__(self) -> None:
         kinds = [a.kind for a in self.args]
@@ -203,8 +221,18 @@ class Operation:
             assert isinstance(id, str) and isinstance(attempt, int)
             out["receipt"] = Receipt(queue=state.queue, id=id, attempt=attempt)
             rest = args[2:]
-        for arg, value in zip(self.args[len(args) - len(rest) :], rest, strict=True):
+        declared = self.args[len(args) - len(rest) :]
+        extra = rest[len(declared) :]
+        if len(extra) > len(self.options):
+            raise TypeError(f"{self.name}: {len(args)} arguments, more than it takes: {args!r}")
+        for arg, value in zip(declared, rest[: len(declared)], strict=True):
             out[arg.name] = _to_spec(arg.kind, state.queue, value)
+        for k, arg in enumerate(self.options):
+            value = extra[k] if k < len(extra) else None
+            # An option left out is passed only to a function that takes it, so a replacement
+            # written for the standard queue (a mutant, a broken transition) still runs.
+            if value is not None or arg.name in _parameters(self.function):
+                out[arg.name] = value
         if self.reads_clock:
             out["now"] = now
         return out
@@ -222,6 +250,13 @@ class Operation:
         if isinstance(result, tuple) and all(isinstance(d, Delivery) for d in result):
             return after, now, tuple(map(_delivery, result))
         return after, now, result
+
+
+@functools.cache
+def _parameters(function: Transition | None) -> frozenset[str]:
+    return (
+        frozenset(inspect.signature(function).parameters) if function is not None else frozenset()
+    )
 
 
 def _delivery(d: Delivery) -> tuple[str, str, int]:
@@ -318,6 +353,7 @@ REGISTRY: Final = Registry(
             impl="send",
             function=send,
             reads_clock=True,
+            options=(Arg("group", Kind.GROUP, "opts"), Arg("dedup_id", Kind.DEDUP, "opts")),
         ),
         Operation(
             name="send_batch",

@@ -54,6 +54,11 @@ class Msg:
     message is ``IN_FLIGHT`` with a finite visibility timeout; ``None`` otherwise. ``visible_at``
     is set exactly while the message is ``DELAYED``: when its delay fires (at the first sweep at
     or after that time); ``None`` otherwise.
+
+    On a FIFO queue (contract section 2b) ``group`` is the message's group, ``sent`` its place
+    in the queue's send order (how many messages the queue accepted before it) and ``dedup_id``
+    the deduplication id it was accepted with, if any. On a standard queue they keep their
+    defaults (``None``, 0, ``None``), so standard states are the values they always were.
     """
 
     id: str
@@ -62,6 +67,9 @@ class Msg:
     attempt: int = 0
     deadline: Time | None = None
     visible_at: Time | None = None
+    group: str | None = None
+    sent: int = 0
+    dedup_id: str | None = None
 
     @property
     def due(self) -> Time | None:
@@ -102,11 +110,17 @@ class Config:
     never dead-letters.
     ``delay``: the queue's default delay, used by a send whose own delay is ``None``; 0 (the
     default) makes a sent message visible at once.
+    ``fifo``: a FIFO queue (contract section 2b): message groups, group locking, send order,
+    deduplication; its delay is the queue's only.
+    ``dedup_interval``: on a FIFO queue, how long after an acceptance a send with the same
+    ``dedup_id`` is a duplicate (seconds, > 0).
     """
 
     capacity: int | None = None
     max_receives: int | None = None
     delay: Time = 0.0
+    fifo: bool = False
+    dedup_interval: Time = 300.0
 
     def __post_init__(self) -> None:
         if self.capacity is not None and self.capacity < 0:
@@ -117,6 +131,13 @@ class Config:
             raise TypeError(f"delay must be a number, got {self.delay!r}")
         if not math.isfinite(self.delay) or self.delay < 0:
             raise ValueError(f"delay must be a finite number >= 0, got {self.delay!r}")
+        if not isinstance(self.fifo, bool):
+            raise TypeError(f"fifo must be a bool, got {self.fifo!r}")
+        di = self.dedup_interval
+        if isinstance(di, bool) or not isinstance(di, int | float):
+            raise TypeError(f"dedup_interval must be a number, got {di!r}")
+        if not math.isfinite(di) or di <= 0:
+            raise ValueError(f"dedup_interval must be a finite number > 0, got {di!r}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,8 +164,15 @@ class State:
                     gives it a deadline at that place, the receive's, as the contract's "ties
                     by receive order" says. So with no delays ``timers`` is ``in_flight``.
 
+      ``dedup``     FIFO queues only: the deduplication records ``(dedup_id, id,
+                    accepted_at)``, one per dedup id, that of its latest acceptance (a
+                    duplicate never touches it), sorted by dedup id; ``()`` on standard queues.
+
+    On a FIFO queue ``visible`` is in send order (``Msg.sent``): a released message goes back
+    to its place, not to the tail (contract section 2b).
+
     ``delayed`` and ``timers`` come after ``queue`` so that states built positionally before
-    delays existed still mean what they meant.
+    delays existed still mean what they meant; ``dedup`` comes last for the same reason.
     """
 
     config: Config = field(default_factory=Config)
@@ -155,6 +183,7 @@ class State:
     queue: int = 0
     delayed: tuple[str, ...] = ()
     timers: tuple[str, ...] = ()
+    dedup: tuple[tuple[str, str, Time], ...] = ()
 
     # -- read-only helpers: lookups, never updates ------------------------------------------
 
@@ -182,6 +211,26 @@ class State:
             return False
         m = self.get(receipt.id)
         return m is not None and m.status is Status.IN_FLIGHT and m.attempt == receipt.attempt
+
+    def locked_groups(self) -> frozenset[str]:
+        """FIFO queues: the groups with an ``IN_FLIGHT`` message, whose messages no receive
+        delivers."""
+        return frozenset(
+            m.group for m in self.messages if m.status is Status.IN_FLIGHT and m.group is not None
+        )
+
+    def deliverable(self) -> tuple[str, ...]:
+        """The visible ids a receive may take, in order: on a FIFO queue those whose group is
+        not locked; on a standard queue every visible id."""
+        if not self.config.fifo:
+            return self.visible
+        locked = self.locked_groups()
+        out: list[str] = []
+        for id in self.visible:
+            m = self.get(id)
+            if m is not None and m.group not in locked:
+                out.append(id)
+        return tuple(out)
 
     def with_msg(self, msg: Msg) -> State:
         """A copy with ``msg`` put in place of the message with the same id (or added)."""

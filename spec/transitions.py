@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import Final
+from typing import Any, Final
 
 from spec.state import Config, Delivery, Msg, Receipt, State, Status, Time
 
@@ -45,6 +45,11 @@ def _check_batch(name: str, items: object) -> Sequence[object]:
     return items
 
 
+#: What :func:`_deliver` returns: a helper of the transitions, not a transition itself (the
+#: registry's test finds the transitions by their ``tuple[State, ...]`` annotation).
+_Delivered = tuple[State, Delivery]
+
+
 def _without(ids: tuple[str, ...], id: str) -> tuple[str, ...]:
     return tuple(x for x in ids if x != id)
 
@@ -60,9 +65,88 @@ def can_send(state: State, id: str) -> bool:
     return state.get(id) is None and (cap is None or state.active < cap)
 
 
+#: What :func:`send` answers: ``True`` (accepted) or ``False`` (rejected), or on a FIFO queue
+#: the earlier message's id (a ``str``) for a duplicate. Spelled ``bool | Any`` rather than
+#: ``bool | str`` so that the standard queue's callers, which hold the answer in a ``bool``,
+#: type-check as they did; only a send with a ``dedup_id`` can answer a ``str``.
+SendResult = bool | Any
+
+
+def is_duplicate(state: State, dedup_id: str | None, now: Time) -> str | None:
+    """FIFO queues: the id of the message accepted with ``dedup_id`` less than
+    ``dedup_interval`` before ``now``, whose duplicate a send with that dedup id would be; or
+    ``None``. Measured from that acceptance; exactly at the end of the interval the dedup id is
+    new again. Without a dedup id a send is never a duplicate."""
+    if dedup_id is None or not state.config.fifo:
+        return None
+    for d, id, at in state.dedup:
+        if d == dedup_id and now < at + state.config.dedup_interval:
+            return id
+    return None
+
+
+def _check_fifo_args(
+    state: State, name: str, delay: object, group: object, dedup_id: object
+) -> None:
+    """The send arguments a queue type takes: ``group`` (required) and ``dedup_id`` on FIFO
+    queues, ``delay`` on standard queues. ``name`` prefixes the argument in the error."""
+    if state.config.fifo:
+        if delay is not None:
+            raise ValueError(
+                f"{name}delay: a FIFO queue takes no per-send delay (the queue's delay applies),"
+                f" got {delay!r}"
+            )
+        if group is None:
+            raise ValueError(f"{name}group is required on a FIFO queue")
+        if not isinstance(group, str):
+            raise TypeError(f"{name}group must be a str, got {group!r}")
+        if dedup_id is not None and not isinstance(dedup_id, str):
+            raise TypeError(f"{name}dedup_id must be a str or None, got {dedup_id!r}")
+    else:
+        if group is not None:
+            raise ValueError(f"{name}group: a standard queue has no message groups, got {group!r}")
+        if dedup_id is not None:
+            raise ValueError(
+                f"{name}dedup_id: a standard queue does not deduplicate, got {dedup_id!r}"
+            )
+
+
+def _place(state: State, ids: tuple[str, ...], id: str) -> tuple[str, ...]:
+    """``ids`` with ``id`` entering ``VISIBLE``: at the tail on a standard queue; at its place
+    in send order on a FIFO queue (contract section 2b: a released message is delivered again
+    before the later messages of its group)."""
+    if not state.config.fifo:
+        return (*ids, id)
+    m = state.get(id)
+    assert m is not None
+    for k, x in enumerate(ids):
+        other = state.get(x)
+        assert other is not None
+        if other.sent > m.sent:
+            return (*ids[:k], id, *ids[k:])
+    return (*ids, id)
+
+
+def _record(
+    state: State, dedup_id: str | None, id: str, now: Time
+) -> tuple[tuple[str, str, Time], ...]:
+    """The dedup records after accepting ``id`` with ``dedup_id`` at ``now``: the new record
+    replaces any earlier one for that dedup id (its window restarts from this acceptance)."""
+    if dedup_id is None:
+        return state.dedup
+    kept = [r for r in state.dedup if r[0] != dedup_id]
+    return tuple(sorted((*kept, (dedup_id, id, now)), key=lambda r: r[0]))
+
+
 def send(
-    state: State, id: str, body: str, delay: Time | None = None, now: Time = 0.0
-) -> tuple[State, bool]:
+    state: State,
+    id: str,
+    body: str,
+    delay: Time | None = None,
+    now: Time = 0.0,
+    group: str | None = None,
+    dedup_id: str | None = None,
+) -> tuple[State, SendResult]:
     """Accept a new message, or reject it, leaving the state unchanged.
 
     With a delay of 0 the message is appended to the tail of ``VISIBLE``; with a delay > 0 it
@@ -71,22 +155,44 @@ def send(
 
     Rejected when the id was ever accepted by this queue (``IdsReserved``) or when the queue
     already holds ``capacity`` active messages (``CapacityBound``).
+
+    On a FIFO queue (contract section 2b) ``group`` is required and ``delay`` must be ``None``
+    (the queue's delay applies); a send whose ``dedup_id`` was accepted less than
+    ``dedup_interval`` ago is a duplicate: the result is the earlier message's id (a ``str``)
+    and the very same state, whatever the id and the room. A rejected send records nothing.
+    ``group``/``dedup_id`` on a standard queue are a ``ValueError``.
     """
+    _check_fifo_args(state, "", delay, group, dedup_id)
     d = state.config.delay if delay is None else delay
     _check_number("delay", d)
     _check_number("now", now)
+    if (earlier := is_duplicate(state, dedup_id, now)) is not None:
+        return state, earlier
     if not can_send(state, id):
         return state, False
+    fifo = state.config.fifo
+    msg = Msg(id=id, body=body)
+    if fifo:
+        msg = replace(msg, group=group, sent=len(state.messages), dedup_id=dedup_id)
+    dedup = _record(state, dedup_id, id, now) if fifo else state.dedup
     if d == 0:
-        new = state.with_msg(Msg(id=id, body=body))
-        return replace(new, visible=(*state.visible, id)), True
-    new = state.with_msg(Msg(id=id, body=body, status=Status.DELAYED, visible_at=now + d))
-    return replace(new, delayed=(*state.delayed, id), timers=(*state.timers, id)), True
+        new = state.with_msg(msg)
+        return replace(new, visible=(*state.visible, id), dedup=dedup), True
+    new = state.with_msg(replace(msg, status=Status.DELAYED, visible_at=now + d))
+    return (
+        replace(new, delayed=(*state.delayed, id), timers=(*state.timers, id), dedup=dedup),
+        True,
+    )
+
+
+#: A ``send_batch`` entry: ``(id, body, delay)``, or on a FIFO queue ``(id, body, delay, group,
+#: dedup_id)`` with ``delay`` ``None``.
+BatchEntry = tuple[str, str, Time | None] | tuple[str, str, Time | None, str | None, str | None]
 
 
 def send_batch(
-    state: State, entries: Sequence[tuple[str, str, Time | None]], now: Time = 0.0
-) -> tuple[State, bool]:
+    state: State, entries: Sequence[BatchEntry], now: Time = 0.0
+) -> tuple[State, bool | tuple[bool | str, ...]]:
     """Accept every entry ``(id, body, delay)``, each as :func:`send` in order, in one step; or
     none of them, leaving the state unchanged (all or none; contract: ``send_batch``).
 
@@ -94,32 +200,51 @@ def send_batch(
     and ``active + len(entries) <= capacity``. ``ValueError``/``TypeError`` (naming the entry)
     for a batch of 0 or more than ``MAX_BATCH`` entries or an entry that is not
     ``(id: str, body: str, delay: number >= 0 or None)``.
+
+    On a FIFO queue the entries are ``(id, body, None, group, dedup_id)`` and the result is one
+    value per entry: the earlier id (a ``str``) for each duplicate (as :func:`send` judges it
+    against the state before the batch), and for the other entries all ``True`` (accepted
+    together, in entry order) or all ``False`` (none accepted). A ``dedup_id`` repeated in the
+    batch is a ``ValueError``.
     """
     _check_batch("entries", entries)
     _check_number("now", now)
+    norm: list[tuple[str, str, Time | None, str | None, str | None]] = []
     for k, entry in enumerate(entries):
-        if not isinstance(entry, tuple) or len(entry) != 3:
-            raise TypeError(f"entries[{k}] must be an (id, body, delay) tuple, got {entry!r}")
-        id, body, delay = entry
+        if not isinstance(entry, tuple) or len(entry) not in (3, 5):
+            shape = (
+                "(id, body, delay, group, dedup_id)" if state.config.fifo else "(id, body, delay)"
+            )
+            raise TypeError(f"entries[{k}] must be an {shape} tuple, got {entry!r}")
+        id, body, delay = entry[0], entry[1], entry[2]
+        group, dedup_id = (entry[3], entry[4]) if len(entry) == 5 else (None, None)
         if not isinstance(id, str):
             raise TypeError(f"entries[{k}].id must be a str, got {id!r}")
         if not isinstance(body, str):
             raise TypeError(f"entries[{k}].body must be a str, got {body!r}")
+        _check_fifo_args(state, f"entries[{k}].", delay, group, dedup_id)
         if delay is not None:
             _check_number(f"entries[{k}].delay", delay)
-    ids = [id for id, _, _ in entries]
+        if dedup_id is not None and any(e[4] == dedup_id for e in norm):
+            raise ValueError(f"entries[{k}].dedup_id {dedup_id!r} is repeated in the batch")
+        norm.append((id, body, delay, group, dedup_id))
+    dupes = [is_duplicate(state, e[4], now) for e in norm]
+    fresh = [e for e, dup in zip(norm, dupes, strict=True) if dup is None]
+    ids = [e[0] for e in fresh]
     cap = state.config.capacity
-    if (
+    ok = not (
         len(set(ids)) != len(ids)
         or any(state.get(id) is not None for id in ids)
         or (cap is not None and state.active + len(ids) > cap)
-    ):
-        return state, False
+    )
     after = state
-    for id, body, delay in entries:
-        after, ok = send(after, id, body, delay, now)
-        assert ok, f"send_batch: {id!r} rejected after the batch was accepted"
-    return after, True
+    if ok:
+        for id, body, delay, group, dedup_id in fresh:
+            after, accepted = send(after, id, body, delay, now, group, dedup_id)
+            assert accepted is True, f"send_batch: {id!r} rejected after the batch was accepted"
+    if not state.config.fifo:
+        return after, ok
+    return after, tuple(ok if dup is None else dup for dup in dupes)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -133,14 +258,24 @@ def receive(state: State, now: Time, vt: Time | None) -> tuple[State, Delivery |
     The message becomes ``IN_FLIGHT`` with ``attempt + 1`` and deadline ``now + vt`` (no deadline
     when ``vt`` is ``None``), and the delivery carries a fresh receipt for that attempt. Messages
     already in flight are never handed out again until released.
+
+    On a FIFO queue the receive scans ``VISIBLE`` in send order, skipping locked groups (those
+    with a message in flight), and delivers the first message it finds; ``None`` if every
+    visible message is in a locked group.
     """
     _check_time("now", now)
     if vt is not None:
         _check_time("visibility_timeout", vt)
-    if not state.visible:
+    deliverable = state.deliverable()
+    if not deliverable:
         return state, None
-    head = state.visible[0]
-    m = state.get(head)
+    return _deliver(state, deliverable[0], now, vt)
+
+
+def _deliver(state: State, id: str, now: Time, vt: Time | None) -> _Delivered:
+    """One delivery of the visible message ``id``: ``IN_FLIGHT``, ``attempt + 1``, deadline
+    ``now + vt``, its timer started (appended to ``timers``), a fresh receipt."""
+    m = state.get(id)
     assert m is not None and m.status is Status.VISIBLE
     attempt = m.attempt + 1
     delivered = replace(
@@ -151,12 +286,12 @@ def receive(state: State, now: Time, vt: Time | None) -> tuple[State, Delivery |
     )
     new = replace(
         state.with_msg(delivered),
-        visible=state.visible[1:],
-        in_flight=(*state.in_flight, head),
-        timers=(*state.timers, head),
+        visible=_without(state.visible, id),
+        in_flight=(*state.in_flight, id),
+        timers=(*state.timers, id),
     )
-    receipt = Receipt(queue=state.queue, id=head, attempt=attempt)
-    return new, Delivery(id=head, body=m.body, attempt=attempt, receipt=receipt)
+    receipt = Receipt(queue=state.queue, id=id, attempt=attempt)
+    return new, Delivery(id=id, body=m.body, attempt=attempt, receipt=receipt)
 
 
 def receive_batch(
@@ -164,6 +299,10 @@ def receive_batch(
 ) -> tuple[State, tuple[Delivery, ...]]:
     """Deliver the first ``min(n, len(visible))`` visible messages, in FIFO order, each as
     :func:`receive` with the same deadline ``now + vt``, in one step.
+
+    On a FIFO queue: the deliverable (visible, unlocked) groups in the order of their earliest
+    visible message; the first group's visible messages in send order, then the next group's,
+    until ``n`` or none is left.
 
     Returns the deliveries in order: fewer than ``n`` when fewer are visible, none (and the
     same state) when nothing is. ``n`` outside ``1..MAX_BATCH`` is a ``ValueError``.
@@ -176,10 +315,23 @@ def receive_batch(
     if vt is not None:
         _check_number("visibility_timeout", vt)
     deliveries: list[Delivery] = []
+    if state.config.fifo:
+        # Group by group (contract section 2b): the deliverable groups in the order of their
+        # earliest visible message, each group's visible messages in send order.
+        groups: dict[str | None, list[str]] = {}
+        for id in state.deliverable():
+            m = state.get(id)
+            assert m is not None
+            groups.setdefault(m.group, []).append(id)
+        picks = [id for ids in groups.values() for id in ids][:n]
+        for id in picks:
+            state, d = _deliver(state, id, now, vt)
+            deliveries.append(d)
+        return state, tuple(deliveries)
     for _ in range(min(n, len(state.visible))):
-        state, d = receive(state, now, vt)
-        assert d is not None
-        deliveries.append(d)
+        state, d1 = receive(state, now, vt)
+        assert d1 is not None
+        deliveries.append(d1)
     return state, tuple(deliveries)
 
 
@@ -197,7 +349,9 @@ def release(state: State, id: str) -> State:
     """Take an in-flight message back: dead-letter it, or append it to the tail of ``VISIBLE``.
 
     Precondition: ``id`` is ``IN_FLIGHT``. The attempt counter is kept, so the next delivery is
-    ``attempt + 1``; the message never jumps back to its old place in the FIFO.
+    ``attempt + 1``; the message never jumps back to its old place in the FIFO. On a FIFO queue
+    it goes back to its place in send order instead (contract section 2b), so it is delivered
+    again before the later messages of its group.
     """
     m = state.get(id)
     assert m is not None and m.status is Status.IN_FLIGHT, f"release of {id!r}: not in flight"
@@ -210,11 +364,12 @@ def release(state: State, id: str) -> State:
             timers=timers,
             dead=(*state.dead, id),
         )
+    back = state.with_msg(replace(m, status=Status.VISIBLE, deadline=None))
     return replace(
-        state.with_msg(replace(m, status=Status.VISIBLE, deadline=None)),
+        back,
         in_flight=in_flight,
         timers=timers,
-        visible=(*state.visible, id),
+        visible=_place(back, state.visible, id),
     )
 
 
@@ -383,14 +538,16 @@ def due(state: State, now: Time) -> tuple[str, ...]:
 
 def fire_delay(state: State, id: str) -> State:
     """A delay firing: the ``DELAYED`` message is appended to the tail of ``VISIBLE`` (attempt
-    unchanged, ``visible_at`` cleared) and its timer stops."""
+    unchanged, ``visible_at`` cleared) and its timer stops. On a FIFO queue it takes its place
+    in send order, as a released message does, so ``VISIBLE`` stays sorted by ``Msg.sent``."""
     m = state.get(id)
     assert m is not None and m.status is Status.DELAYED, f"fire_delay of {id!r}: not delayed"
+    back = state.with_msg(replace(m, status=Status.VISIBLE, visible_at=None))
     return replace(
-        state.with_msg(replace(m, status=Status.VISIBLE, visible_at=None)),
+        back,
         delayed=_without(state.delayed, id),
         timers=_without(state.timers, id),
-        visible=(*state.visible, id),
+        visible=_place(back, state.visible, id),
     )
 
 
