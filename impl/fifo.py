@@ -79,8 +79,21 @@ class FifoQueue(Queue[T]):
       ``dedup_interval`` no longer counts (``DedupWindow``) and is dropped now and then;
     - ``_sends``: messages accepted so far, the ``sent`` of the next one.
 
-    Hooks added for FIFO (subclasses, mutants): ``_locked()``, ``_place(rec)``,
-    ``_duplicate(dedup_id, now)``, ``_remember(dedup_id, id, now)``, ``_wake_group(group)``.
+    Hooks for subclasses, in addition to ``impl.Queue``'s (``_deliver``, ``_deliver_batch``,
+    ``_heads``, ``_release``, ``_fire_delay``, ``_delete``, ``_remove`` are overridden here),
+    each called with ``mutex`` held:
+
+    - ``_locked()``: the locked groups (with a message in flight).
+    - ``_first()``: the first deliverable record (send order, unlocked group), or ``None``.
+    - ``_place(rec)``: put a record just appended to the visible tail back in its send-order
+      place (release, delay fired).
+    - ``_duplicate(dedup_id, now)``: the earlier id if a send with ``dedup_id`` now is a
+      duplicate (a pure test: it records nothing).
+    - ``_remember(dedup_id, id, now)``: an accepted send's dedup window starts (commit phase).
+    - ``_rejected(dedup_id, id, now)``: a send with ``dedup_id`` was rejected (full, id taken,
+      shut down): it records nothing (``DedupWindow``); a seam for observers and mutants.
+    - ``_wake_group(group)``: a message of ``group`` left flight: wake a receiver if that
+      unlocked a group with a visible message.
     """
 
     def __init__(
@@ -158,36 +171,43 @@ class FifoQueue(Queue[T]):
                     if self._trace is not None:
                         self._record("send", (id, self._delay, group, dedup_id), earlier, now)
                     return earlier
-            if id is not None and id in self._accepted:
-                raise DuplicateIdError(f"id {id!r} was already accepted by this queue")
             d = self._delay
             if d:
                 check_later("delay", self._clock.now(), d)
             endtime = None if wait is None else check_later("timeout", self._clock.now(), wait)
-            while True:
-                if self._shutdown:
-                    raise ShutDown("send on a queue that has been shut down")
-                if dedup_id is not None:
-                    # Accepted by another sender while this one waited: now a duplicate.
-                    now = self._clock.now()
-                    earlier = self._duplicate(dedup_id, now)
-                    if earlier is not None:
-                        if self._has_room():
-                            self._notify(self.not_full)  # pass on a notify we may have taken
-                        if self._trace is not None:
-                            self._record("send", (id, self._delay, group, dedup_id), earlier, now)
-                        return earlier
+            try:
                 if id is not None and id in self._accepted:
+                    raise DuplicateIdError(f"id {id!r} was already accepted by this queue")
+                while True:
+                    if self._shutdown:
+                        raise ShutDown("send on a queue that has been shut down")
+                    if dedup_id is not None:
+                        # Accepted by another sender while this one waited: now a duplicate.
+                        now = self._clock.now()
+                        earlier = self._duplicate(dedup_id, now)
+                        if earlier is not None:
+                            if self._has_room():
+                                self._notify(self.not_full)  # pass on a notify we may have taken
+                            if self._trace is not None:
+                                self._record(
+                                    "send", (id, self._delay, group, dedup_id), earlier, now
+                                )
+                            return earlier
+                    if id is not None and id in self._accepted:
+                        if self._has_room():
+                            self._notify(self.not_full)
+                        raise DuplicateIdError(f"id {id!r} was accepted while this send waited")
                     if self._has_room():
-                        self._notify(self.not_full)
-                    raise DuplicateIdError(f"id {id!r} was accepted while this send waited")
-                if self._has_room():
-                    break
-                if not block:
-                    raise Full("the queue is at capacity")
-                if endtime is not None and self._clock.now() >= endtime:
-                    raise Full(f"no room within {wait} seconds")
-                self._wait(self.not_full, endtime)
+                        break
+                    if not block:
+                        raise Full("the queue is at capacity")
+                    if endtime is not None and self._clock.now() >= endtime:
+                        raise Full(f"no room within {wait} seconds")
+                    self._wait(self.not_full, endtime)
+            except (Full, DuplicateIdError, ShutDown):
+                if dedup_id is not None:
+                    self._rejected(dedup_id, id, self._clock.now())
+                raise
             # prepare: everything that may raise
             if id is None:
                 id = self._fresh_id()
@@ -533,6 +553,10 @@ class FifoQueue(Queue[T]):
             if r.group == group:  # type: ignore[attr-defined]
                 self._notify(self.not_empty)
                 return
+
+    def _rejected(self, dedup_id: str, id: str | None, now: float) -> None:
+        """A send with ``dedup_id`` (and ``id``, ``None`` if it asked for a generated one) was
+        rejected at ``now``: nothing is recorded, so a later send with ``dedup_id`` is new."""
 
     def _duplicate(self, dedup_id: str, now: float) -> str | None:
         """The id of the message whose acceptance with ``dedup_id`` was less than
