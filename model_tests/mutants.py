@@ -40,6 +40,13 @@ Delays, batches and purge (issue 14): :class:`EarlyDelayQueue`,
 :class:`SeparateTimerOrderQueue`, :class:`PurgeMissesDelayedQueue`,
 :class:`PrefixSendBatchQueue`, :class:`SplitReceiveBatchQueue`,
 :class:`DeleteBatchStopsQueue`.
+
+FIFO queues (issue 15, contract section 2b): subclasses of ``impl.FifoQueue``, each overriding
+one of its hooks (``FifoQueue``'s docstring), kept apart in :data:`FIFO_MUTANTS` (their API is
+the FIFO one: the standard-queue checks do not apply); ``model_tests/tests/test_fifo_mutants.py``
+catches each by a named check: :class:`TailReleaseFifoQueue`, :class:`LockBlindFifoQueue`,
+:class:`InterleavedBatchFifoQueue`, :class:`SlidingDedupFifoQueue`,
+:class:`RejectedDedupFifoQueue`, :class:`SilentUnlockFifoQueue`.
 """
 
 from __future__ import annotations
@@ -49,6 +56,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Final, TypeVar
 
 from impl.clock import Clock
+from impl.fifo import FifoQueue
 from impl.message import Receipt
 from impl.queue import Queue, Record
 
@@ -588,3 +596,124 @@ _ALL: tuple[type[Queue[Any]], ...] = (
 
 #: Every mutant by name (its class name), in the order of the module docstring.
 MUTANTS: Final[Mapping[str, type[Queue[Any]]]] = {cls.__name__: cls for cls in _ALL}
+
+
+# =============================================================================================
+# FIFO queues (issue 15): message groups and deduplication
+# =============================================================================================
+
+
+class TailReleaseFifoQueue(FifoQueue[T]):
+    """MUTANT (FIFO): a released message goes to the tail of the queue (so of its group).
+
+    The bug: the standard queue's release, kept on a FIFO queue. A message given back (retry,
+    ``change_visibility(0)``, expiry) is delivered after the later messages of its group, so a
+    consumer that failed on message 1 next sees message 2: group order is lost exactly when
+    something went wrong, which is when order matters most.
+
+    Why the checks see it: ``GroupOrder``: after a retry of a group's head, the next receive of
+    that group delivers a later message of the group before the released one.
+    """
+
+    def _place(self, rec: Record[T]) -> None:
+        """BUG: leave ``rec`` at the tail, behind the later messages of its group."""
+
+
+class LockBlindFifoQueue(FifoQueue[T]):
+    """MUTANT (FIFO): a receive ignores the group lock.
+
+    The bug: the receive scan takes the first visible message whatever its group, so two
+    consumers hold two messages of one group at once and may finish them out of order: the
+    group's order is gone, as on a standard queue.
+
+    Why the checks see it: ``GroupOrder``: a receive delivers a message of a group that was
+    locked when it began.
+    """
+
+    def _locked(self) -> set[str]:
+        return set()  # BUG: no group is ever locked
+
+
+class InterleavedBatchFifoQueue(FifoQueue[T]):
+    """MUTANT (FIFO): a batch takes the deliverable messages in send order across groups.
+
+    The bug: ``receive_batch`` takes from a second group before it has exhausted the first
+    (b1 between a1 and a2), where SQS takes the first group's visible messages, then the next
+    group's. Each group's own order is kept, so it looks harmless; but the batch holds more
+    groups locked than it needs, and its order is not the contract's.
+
+    Why the checks see it: ``GroupOrder`` (a batch's groups are contiguous, each but the last
+    exhausted): a batch over two groups returns them interleaved.
+    """
+
+    def _heads(self, n: int) -> list[Record[T]]:
+        locked = self._locked()
+        # BUG: send order across groups, not group by group.
+        return [r for r in self._visible.values() if getattr(r, "group", None) not in locked][:n]
+
+
+class SlidingDedupFifoQueue(FifoQueue[T]):
+    """MUTANT (FIFO): the dedup window is measured from the latest duplicate.
+
+    The bug: each duplicate restarts the window, so a producer that keeps retrying within the
+    interval is deduplicated forever, and a send after the interval (measured from the one
+    acceptance, as SQS does) is wrongly dropped as a duplicate: a lost message.
+
+    Why the checks see it: ``DedupWindow`` (its edge: the same ``dedup_id`` is new again
+    ``dedup_interval`` after the acceptance, whatever duplicates came in between).
+    """
+
+    def _duplicate(self, dedup_id: str, now: float) -> str | None:
+        earlier = super()._duplicate(dedup_id, now)
+        if earlier is not None:
+            self._dedup[dedup_id] = (earlier, now)  # BUG: a duplicate extends the window
+        return earlier
+
+
+class RejectedDedupFifoQueue(FifoQueue[T]):
+    """MUTANT (FIFO): a rejected send records its dedup id.
+
+    The bug: the dedup id is remembered even when the send is refused (queue full, id taken),
+    so the producer's retry of that send, once there is room, is "deduplicated" against a
+    message that was never accepted: it is dropped, and the duplicate's answer names an id the
+    queue never had. A lost message, from the mechanism meant to prevent duplicates.
+
+    Why the checks see it: ``DedupWindow`` (its state half: every dedup record names an
+    accepted message): the retry of a send rejected as full gets the rejected id back.
+    """
+
+    def _rejected(self, dedup_id: str, id: str | None, now: float) -> None:
+        self._remember(dedup_id, id or "rejected", now)  # BUG: records a rejected send
+
+
+class SilentUnlockFifoQueue(FifoQueue[T]):
+    """MUTANT (FIFO): a delete unlocks the group without waking a receiver.
+
+    The bug: a lost wakeup. A receiver blocked while the only visible message's group is locked
+    waits on ``not_empty``; the delete of the group's in-flight message unlocks it, making that
+    message deliverable, and tells nobody (as a standard queue's delete would: it frees a slot,
+    not a message). The receiver sleeps beside a deliverable message. TLC's FIFO lost-wakeup
+    model shows the same interleaving.
+
+    Why the checks see it: the state-based checks are blind to it; the ``lost wakeup (FIFO)``
+    check blocks a receiver on a locked group, deletes the group's in-flight message, and asks
+    whether the receiver was woken.
+    """
+
+    def _delete(self, rec: Record[T]) -> None:
+        Queue._delete(self, rec)  # BUG: skips FifoQueue's _wake_group
+
+
+#: Every FIFO mutant by name, in the order of the module docstring (apart from :data:`MUTANTS`:
+#: they take ``impl.FifoQueue``'s constructor and API).
+FIFO_MUTANTS: Final[Mapping[str, type[FifoQueue[Any]]]] = {
+    cls.__name__: cls
+    for cls in (
+        TailReleaseFifoQueue,
+        LockBlindFifoQueue,
+        InterleavedBatchFifoQueue,
+        SlidingDedupFifoQueue,
+        RejectedDedupFifoQueue,
+        SilentUnlockFifoQueue,
+    )
+}
