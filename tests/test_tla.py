@@ -345,3 +345,30 @@ def test_end_to_end_a_slow_consumer_processes_a_fifo_message_twice(
         ((ModelValue("a"), 1), False),
         ((ModelValue("a"), 2), True),
     }
+
+
+def test_the_threaded_fifo_models_declare_their_expected_outcomes() -> None:
+    models = {m.name: m for m in discover()}
+    assert models["ThreadedQueueFifo"].expected == "ok"
+    assert not models["ThreadedQueueFifo"].check_deadlock  # DeadlockFree is checked instead
+    assert "PROPERTIES QueueFifoSpec" in models["ThreadedQueueFifo"].cfg.read_text()
+    assert models["ThreadedQueueFifoWakeup"].expected == "violation ReceiversAwake"
+    assert models["ThreadedQueueFifoWakeup"].spec == TLA_DIR / "ThreadedQueueFifo.tla"
+
+
+@needs_java
+def test_end_to_end_a_delete_that_unlocks_a_group_without_a_notify_loses_a_wakeup(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """c1 holds a; c2 finds b visible but its group locked and sleeps on not_empty; c1's
+    delete unlocks the group and wakes no one: c2 sleeps beside a deliverable message."""
+    assert main(["--model", "ThreadedQueueFifoWakeup", "--quiet"]) == 0
+    assert "counterexample found, as expected" in capsys.readouterr().out
+    steps = parse_trace((TLA_DIR / "_runs" / "ThreadedQueueFifoWakeup.trace").read_text())
+    a, b, c2 = ModelValue("a"), ModelValue("b"), ModelValue("c2")
+    before, last = steps[-2].state, steps[-1].state
+    assert steps[-1].action == "DeleteCS"
+    assert (before["qInFlight"], before["qVisible"]) == ((a,), (b,))
+    assert (last["qInFlight"], last["qVisible"]) == ((), (b,))
+    waiting = last["waiting"]
+    assert isinstance(waiting, Record) and waiting["not_empty"] == frozenset({c2})
