@@ -162,7 +162,10 @@ def fifo_visible(s: State) -> Reason:
     """``visible`` is a duplicate-free sequence of exactly the ``VISIBLE`` messages.
 
     The order half of FifoVisible is a property of steps (see :func:`fifo_visible_step`).
+    Standard queues only: on a FIFO queue :func:`group_order` replaces it (contract 2b).
     """
+    if s.config.fifo:
+        return None
     if d := _dupes(s.visible):
         return f"FifoVisible: {sorted(d)} twice in the visible FIFO"
     for id in s.visible:
@@ -176,13 +179,158 @@ def fifo_visible_step(before: State, after: State) -> Reason:
     """Messages leave ``VISIBLE`` from anywhere but enter only at the tail, in entry order.
 
     So the survivors keep their relative order and come first, and every newcomer follows them.
+    Standard queues only (on a FIFO queue a released message goes back to its place).
     """
+    if before.config.fifo or after.config.fifo:
+        return None
     kept = tuple(x for x in before.visible if x in after.visible)
     if after.visible[: len(kept)] != kept:
         return f"FifoVisible: visible went from {before.visible} to {after.visible}"
     newcomers = after.visible[len(kept) :]
     if any(x in before.visible for x in newcomers):
         return f"FifoVisible: visible went from {before.visible} to {after.visible}"
+    return None
+
+
+# -- GroupOrder (FIFO queues, contract section 2b) ---------------------------------------------
+
+
+def group_order(s: State) -> Reason:
+    """On a FIFO queue: every message has a group, the send order numbers the accepted messages
+    0, 1, 2, ... and ``visible`` holds exactly the ``VISIBLE`` messages once each, in send
+    order (a released message is back in its place). On a standard queue no message has a
+    group, a send order or a dedup id.
+
+    Which messages a receive may take is a property of steps (see :func:`group_order_step`).
+    """
+    if not s.config.fifo:
+        for m in s.messages:
+            if m.group is not None or m.sent != 0 or m.dedup_id is not None:
+                return f"GroupOrder: {m.id!r} of a standard queue has a FIFO field: {m}"
+        return None
+    for m in s.messages:
+        if m.group is None:
+            return f"GroupOrder: {m.id!r} of a FIFO queue has no group"
+    sent = sorted(m.sent for m in s.messages)
+    if sent != list(range(len(sent))):
+        return f"GroupOrder: the send order numbers {sent}, not 0..{len(sent) - 1}"
+    if d := _dupes(s.visible):
+        return f"GroupOrder: {sorted(d)} twice in visible"
+    order = []
+    for id in s.visible:
+        v = s.get(id)
+        if v is None or v.status is not Status.VISIBLE:
+            return f"GroupOrder: {id!r} is in visible but is {v and v.status.value}"
+        order.append(v.sent)
+    if order != sorted(order):
+        return f"GroupOrder: visible {s.visible} is not in send order"
+    return None
+
+
+def _delivered(before: State, after: State) -> list[str]:
+    """The ids a step delivered (their attempt went up), in delivery order."""
+    out = []
+    for id in after.in_flight:
+        m, old = after.get(id), before.get(id)
+        if m is not None and m.attempt > (old.attempt if old is not None else 0):
+            out.append(id)
+    return out
+
+
+def group_order_step(before: State, after: State) -> Reason:
+    """On a FIFO queue a step delivers, from each group it touches, that group's earliest
+    non-terminal messages in send order, never a message of a group locked when it began; it
+    takes the deliverable groups in the order of their earliest visible message, and moves to
+    the next group only once it has taken every visible message of the one before."""
+    if not before.config.fifo:
+        return None
+    delivered = _delivered(before, after)
+    if not delivered:
+        return None
+    locked = before.locked_groups()
+    groups: list[str | None] = []
+    taken: dict[str | None, list[str]] = {}
+    for id in delivered:
+        m = after.get(id)
+        assert m is not None
+        if m.group in locked:
+            return f"GroupOrder: {id!r} delivered from group {m.group!r}, which was locked"
+        if groups and m.group != groups[-1] and m.group in taken:
+            return f"GroupOrder: the deliveries {delivered} go back to group {m.group!r}"
+        if not groups or m.group != groups[-1]:
+            groups.append(m.group)
+        taken.setdefault(m.group, []).append(id)
+    for g, ids in taken.items():
+        pending = sorted(
+            (m for m in before.messages if m.group == g and not m.status.terminal),
+            key=lambda m: m.sent,
+        )
+        earliest = [m.id for m in pending[: len(ids)]]
+        if ids != earliest:
+            return f"GroupOrder: delivered {ids} of group {g!r}, its earliest are {earliest}"
+    for g in groups[:-1]:
+        left = [
+            id
+            for id in before.visible
+            if (m := before.get(id)) and m.group == g and id not in taken[g]
+        ]
+        if left:
+            return f"GroupOrder: went on past group {g!r} while {left} of it were visible"
+    ranked: list[str | None] = []
+    for id in before.deliverable():
+        m = before.get(id)
+        assert m is not None
+        if m.group not in ranked:
+            ranked.append(m.group)
+    if groups != ranked[: len(groups)]:
+        return f"GroupOrder: took the groups {groups}; by their earliest message, {ranked}"
+    return None
+
+
+# -- DedupWindow (FIFO queues, contract section 2b) ---------------------------------------------
+
+
+def dedup_window(s: State) -> Reason:
+    """The dedup records are one per dedup id, sorted, each naming the latest message accepted
+    with it; every message accepted with a dedup id has its record (none on a standard queue).
+    A record of a send that was rejected names no such message."""
+    if not s.config.fifo:
+        return f"DedupWindow: a standard queue has dedup records {s.dedup}" if s.dedup else None
+    keys = [d for d, _, _ in s.dedup]
+    if keys != sorted(set(keys)):
+        return f"DedupWindow: the dedup records {s.dedup} are not one per dedup id, sorted"
+    latest: dict[str, tuple[int, str]] = {}
+    for m in s.messages:
+        if m.dedup_id is not None and (m.dedup_id not in latest or m.sent > latest[m.dedup_id][0]):
+            latest[m.dedup_id] = (m.sent, m.id)
+    recorded = {d: id for d, id, _ in s.dedup}
+    want = {d: id for d, (_, id) in latest.items()}
+    if recorded != want:
+        return f"DedupWindow: the dedup records name {recorded}, the latest acceptances are {want}"
+    return None
+
+
+def dedup_window_step(before: State, after: State, now: Time | None = None) -> Reason:
+    """Within ``dedup_interval`` of an acceptance no other message with the same dedup id is
+    accepted (when the step's ``now`` is given), and a new acceptance records its own time;
+    the records change only by an acceptance (a duplicate or a rejected send leaves them)."""
+    if not after.config.fifo:
+        return None
+    new = [m for m in after.messages if before.get(m.id) is None]
+    if not new and after.dedup != before.dedup:
+        return f"DedupWindow: the records went from {before.dedup} to {after.dedup} by no send"
+    interval = after.config.dedup_interval
+    for m in new:
+        if m.dedup_id is None:
+            continue
+        for d, id, at in before.dedup:
+            if d == m.dedup_id and now is not None and now < at + interval:
+                return (
+                    f"DedupWindow: {m.id!r} accepted at {now} with dedup id {d!r}, within "
+                    f"{interval} of {id!r} accepted at {at}"
+                )
+        if now is not None and (m.dedup_id, m.id, now) not in after.dedup:
+            return f"DedupWindow: {m.id!r} accepted at {now} without its record: {after.dedup}"
     return None
 
 
@@ -263,6 +411,10 @@ def one_by_one(
     changes nothing. ``arguments`` are the spec function's keyword arguments."""
     s = before
     a = dict(arguments)
+    if operation == "send_batch" and before.config.fifo:
+        return _send_batch_one_by_one(before, a)
+    if operation == "receive_batch" and before.config.fifo:
+        return _receive_batch_one_by_one(before, a)
     if operation == "send_batch":
         entries = a["entries"]
         assert isinstance(entries, tuple | list)
@@ -307,6 +459,48 @@ def one_by_one(
     raise ValueError(f"operation must be one of {sorted(BATCH_OPERATIONS)}, got {operation!r}")
 
 
+def _send_batch_one_by_one(before: State, a: Mapping[str, object]) -> tuple[State, object]:
+    """FIFO ``send_batch``: the duplicates (judged against the state before the batch) change
+    nothing and answer their earlier ids; the other entries are sent one by one, and if one is
+    refused, none is."""
+    entries, now = a["entries"], a.get("now", 0.0)
+    assert isinstance(entries, tuple | list) and isinstance(now, int | float)
+    dupes = [transitions.is_duplicate(before, e[4], now) for e in entries]
+    s, ok = before, True
+    for e, dup in zip(entries, dupes, strict=True):
+        if dup is None:
+            s, one = transitions.send(s, e[0], e[1], e[2], now, e[3], e[4])
+            ok = ok and one is True
+    if not ok:
+        s = before
+    return s, tuple(ok if dup is None else dup for dup in dupes)
+
+
+def _receive_batch_one_by_one(before: State, a: Mapping[str, object]) -> tuple[State, object]:
+    """FIFO ``receive_batch``: the deliverable messages ranked by group (groups in the order of
+    their earliest visible message) then send order; the first ``n`` delivered one by one."""
+    n, now, vt = a["n"], a["now"], a["vt"]
+    assert isinstance(n, int) and isinstance(now, int | float)
+    assert vt is None or isinstance(vt, int | float)
+    ranked: list[str | None] = []
+    for id in before.deliverable():
+        m = before.get(id)
+        assert m is not None
+        if m.group not in ranked:
+            ranked.append(m.group)
+
+    def rank(id: str) -> tuple[int, int]:
+        m = before.get(id)
+        assert m is not None
+        return ranked.index(m.group), m.sent
+
+    s, out = before, []
+    for id in sorted(before.deliverable(), key=rank)[:n]:
+        s, d = transitions._deliver(s, id, now, vt)  # one delivery, as receive makes it
+        out.append(d)
+    return s, tuple(out)
+
+
 def batch_atomic(
     before: State,
     operation: str,
@@ -337,6 +531,8 @@ INVARIANTS: Mapping[str, Callable[[State], Reason]] = {
     "FifoVisible": fifo_visible,
     "IdsReserved": ids_reserved,
     "DelayHonoured": delay_honoured,
+    "GroupOrder": group_order,
+    "DedupWindow": dedup_window,
 }
 
 #: The step halves of the invariants that speak of history, by contract name.
@@ -346,7 +542,12 @@ STEP_INVARIANTS: Mapping[str, Callable[[State, State], Reason]] = {
     "FifoVisible": fifo_visible_step,
     "IdsReserved": ids_reserved_step,
     "DelayHonoured": delay_honoured_step,
+    "GroupOrder": group_order_step,
+    "DedupWindow": dedup_window_step,
 }
+
+#: The step halves that also take the step's time.
+_TIMED: Final = frozenset({"DelayHonoured", "DedupWindow"})
 
 
 def violations(s: State) -> list[str]:
@@ -363,8 +564,10 @@ def step_violations(before: State, after: State, now: Time | None = None) -> lis
     out = [
         r
         for name, f in STEP_INVARIANTS.items()
-        if name != "DelayHonoured" and (r := f(before, after)) is not None
+        if name not in _TIMED and (r := f(before, after)) is not None
     ]
     if (r := delay_honoured_step(before, after, now)) is not None:
+        out.append(r)
+    if (r := dedup_window_step(before, after, now)) is not None:
         out.append(r)
     return out

@@ -1,0 +1,342 @@
+"""The pure spec of FIFO queues (contract section 2b): groups, locking, send order, deduplication.
+
+Each test drives ``spec.transitions`` on a ``Config(fifo=True)`` state and checks results and
+state; the last part injects the bugs of issue 15 into a transition and checks that the named
+invariant (``GroupOrder``, ``DedupWindow``) says so.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from spec import (
+    Config,
+    Delivery,
+    Receipt,
+    State,
+    Status,
+    batch_atomic,
+    dedup_window,
+    dedup_window_step,
+    delete,
+    expire,
+    group_order,
+    group_order_step,
+    initial,
+    receive,
+    receive_batch,
+    retry,
+    send,
+    send_batch,
+    step_violations,
+    violations,
+)
+from spec.invariants import fifo_visible_step
+from spec.transitions import _deliver, change_visibility
+
+
+def fifo(**config: object) -> State:
+    return initial(Config(fifo=True, **config))  # type: ignore[arg-type]
+
+
+def put(s: State, *sends: tuple[str, str], now: float = 0.0) -> State:
+    """Send each ``(id, group)`` (body = id), each accepted."""
+    for id, group in sends:
+        s, ok = send(s, id, id, now=now, group=group)
+        assert ok is True
+    return s
+
+
+def take(s: State, now: float = 0.0, vt: float | None = None) -> tuple[State, Delivery]:
+    after, d = receive(s, now, vt)
+    assert d is not None
+    assert violations(after) == [] and step_violations(s, after, now) == []
+    return after, d
+
+
+def status(s: State, id: str) -> Status:
+    m = s.get(id)
+    assert m is not None
+    return m.status
+
+
+# -- groups, locking, send order ---------------------------------------------------------------
+
+
+def test_a_group_is_delivered_in_send_order_and_locked_while_in_flight() -> None:
+    s = put(fifo(), ("a1", "g"), ("a2", "g"), ("b1", "h"))
+    s, d = take(s)
+    assert d.id == "a1"
+    s, d = take(s)
+    assert d.id == "b1"  # g is locked by a1: the scan skips a2
+    assert receive(s, 0.0, None) == (s, None)  # every visible message is in a locked group
+    s, ok = delete(s, receipt_of(s, "a1"))
+    assert ok
+    s, d = take(s)
+    assert (d.id, d.attempt) == ("a2", 1)
+
+
+def receipt_of(s: State, id: str) -> Receipt:
+    m = s.get(id)
+    assert m is not None
+    return Receipt(s.queue, id, m.attempt)
+
+
+def test_messages_carry_group_and_send_order() -> None:
+    s = put(fifo(), ("b", "g"), ("a", "h"))
+    a, b = s.get("a"), s.get("b")
+    assert a is not None and b is not None
+    assert (b.group, b.sent, a.group, a.sent) == ("g", 0, "h", 1)
+    assert s.visible == ("b", "a")
+
+
+def test_a_released_message_comes_back_at_the_head_of_its_group() -> None:
+    s = put(fifo(), ("a1", "g"), ("b1", "h"), ("a2", "g"))
+    s, d = take(s)
+    before = s
+    s, ok = retry(s, d.receipt)
+    assert ok and s.visible == ("a1", "b1", "a2")  # its place in send order, not the tail
+    assert fifo_visible_step(before, s) is None  # FifoVisible does not apply to FIFO queues
+    s, d = take(s)
+    assert (d.id, d.attempt) == ("a1", 2)
+
+
+def test_an_expired_delivery_comes_back_at_the_head_of_its_group() -> None:
+    s = put(fifo(), ("a1", "g"), ("a2", "g"))
+    s, d = take(s, now=0.0, vt=5.0)
+    s, fired = expire(s, 5.0)
+    assert fired == ("a1",) and s.visible == ("a1", "a2")
+    assert change_visibility(s, d.receipt, 0.0, 5.0) == (s, False)  # its receipt died
+    s, again = take(s, now=5.0)
+    assert (again.id, again.attempt) == ("a1", 2)
+
+
+def test_a_dead_lettered_head_unlocks_its_group() -> None:
+    s = put(fifo(max_receives=1), ("a1", "g"), ("a2", "g"))
+    s, d = take(s)
+    s, ok = retry(s, d.receipt)
+    assert ok and status(s, "a1") is Status.DEAD and s.dead == ("a1",)
+    s, d = take(s)
+    assert d.id == "a2"
+
+
+def test_the_queue_delay_keeps_send_order() -> None:
+    s = fifo(delay=2.0)
+    s = put(s, ("a1", "g"))
+    s = put(s, ("a2", "g"), now=1.0)
+    assert receive(s, 1.0, None)[1] is None
+    s, _ = expire(s, 3.0)
+    assert s.visible == ("a1", "a2")
+
+
+# -- receive_batch: group by group -------------------------------------------------------------
+
+
+def test_a_batch_takes_a_group_then_the_next() -> None:
+    s = put(fifo(), ("a1", "g"), ("b1", "h"), ("a2", "g"), ("c1", "k"), ("b2", "h"))
+    after, ds = receive_batch(s, 0.0, 4, None)
+    assert [d.id for d in ds] == ["a1", "a2", "b1", "b2"]
+    assert after.in_flight == ("a1", "a2", "b1", "b2") and after.visible == ("c1",)
+    assert violations(after) == [] and step_violations(s, after, 0.0) == []
+    args = {"now": 0.0, "n": 4, "vt": None}
+    assert batch_atomic(s, "receive_batch", args, after, ds) is None
+
+
+def test_a_batch_stops_at_n_inside_a_group_and_skips_locked_groups() -> None:
+    s = put(fifo(), ("a1", "g"), ("a2", "g"), ("a3", "g"), ("b1", "h"))
+    after, ds = receive_batch(s, 0.0, 2, None)
+    assert [d.id for d in ds] == ["a1", "a2"]
+    after, ds = receive_batch(after, 0.0, 10, None)
+    assert [d.id for d in ds] == ["b1"]  # g is locked
+    assert receive_batch(after, 0.0, 10, None) == (after, ())
+
+
+# -- deduplication ------------------------------------------------------------------------------
+
+
+def test_a_duplicate_within_the_interval_changes_nothing_and_names_the_earlier_id() -> None:
+    s, ok = send(fifo(), "a", "A", now=0.0, group="g", dedup_id="x")
+    assert ok is True and s.dedup == (("x", "a", 0.0),)
+    after, result = send(s, "b", "B", now=299.5, group="g", dedup_id="x")
+    assert after is s and result == "a"
+
+
+def test_exactly_at_the_interval_the_dedup_id_is_new_again_and_its_window_restarts() -> None:
+    s, _ = send(fifo(dedup_interval=10.0), "a", "A", now=0.0, group="g", dedup_id="x")
+    s, ok = send(s, "b", "B", now=10.0, group="g", dedup_id="x")
+    assert ok is True and s.dedup == (("x", "b", 10.0),)
+    assert send(s, "c", "C", now=19.0, group="g", dedup_id="x") == (s, "b")
+    assert send(s, "c", "C", now=20.0, group="g", dedup_id="x")[1] is True
+
+
+def test_a_duplicate_does_not_extend_the_window() -> None:
+    s, _ = send(fifo(dedup_interval=10.0), "a", "A", now=0.0, group="g", dedup_id="x")
+    assert send(s, "b", "B", now=9.0, group="g", dedup_id="x") == (s, "a")
+    s, ok = send(s, "b", "B", now=10.0, group="g", dedup_id="x")
+    assert ok is True  # measured from a's acceptance, not from the duplicate at 9
+
+
+def test_a_duplicate_is_checked_before_id_and_room_whatever_became_of_the_earlier() -> None:
+    s, _ = send(fifo(capacity=1), "a", "A", now=0.0, group="g", dedup_id="x")
+    assert send(s, "b", "B", now=1.0, group="g", dedup_id="x") == (s, "a")  # full, yet "a"
+    assert send(s, "a", "A", now=1.0, group="g", dedup_id="x") == (s, "a")  # id taken, yet "a"
+    s, d = take(s)
+    s, _ = delete(s, d.receipt)
+    assert send(s, "b", "B", now=2.0, group="g", dedup_id="x") == (s, "a")  # a is DONE
+
+
+def test_a_rejected_send_records_nothing() -> None:
+    s = put(fifo(capacity=1), ("a", "g"))
+    after, ok = send(s, "b", "B", now=0.0, group="g", dedup_id="y")
+    assert after is s and ok is False and s.dedup == ()  # full
+    after, ok = send(s, "a", "A", now=0.0, group="g", dedup_id="y")
+    assert after is s and ok is False  # id taken
+    s, d = take(s)
+    s, _ = delete(s, d.receipt)
+    s, ok = send(s, "b", "B", now=1.0, group="g", dedup_id="y")
+    assert ok is True  # y was never recorded
+
+
+def test_without_a_dedup_id_a_send_is_never_a_duplicate() -> None:
+    s = put(fifo(), ("a", "g"))
+    s, ok = send(s, "b", "a", group="g")
+    assert ok is True and s.dedup == ()
+
+
+# -- send_batch -------------------------------------------------------------------------------
+
+
+def test_a_batch_reports_duplicates_per_entry_and_accepts_the_rest_together() -> None:
+    s, _ = send(fifo(), "a", "A", now=0.0, group="g", dedup_id="x")
+    entries = (("b", "B", None, "g", "x"), ("c", "C", None, "h", "y"), ("d", "D", None, "g", None))
+    after, result = send_batch(s, entries, 1.0)
+    assert result == ("a", True, True)
+    assert after.visible == ("a", "c", "d") and after.dedup == (("x", "a", 0.0), ("y", "c", 1.0))
+    assert batch_atomic(s, "send_batch", {"entries": entries, "now": 1.0}, after, result) is None
+    assert violations(after) == [] and step_violations(s, after, 1.0) == []
+
+
+def test_a_batch_whose_other_entries_do_not_fit_accepts_none_of_them() -> None:
+    s, _ = send(fifo(capacity=2), "a", "A", now=0.0, group="g", dedup_id="x")
+    entries = (("b", "B", None, "g", "x"), ("c", "C", None, "h", "y"), ("d", "D", None, "g", None))
+    after, result = send_batch(s, entries, 1.0)
+    assert after is s and result == ("a", False, False)
+    assert send_batch(s, (("b", "B", None, "g", "x"),), 1.0) == (s, ("a",))
+
+
+def test_a_dedup_id_repeated_in_a_batch_is_invalid() -> None:
+    entries = (("b", "B", None, "g", "x"), ("c", "C", None, "h", "x"))
+    with pytest.raises(ValueError, match=r"^entries\[1\]\.dedup_id"):
+        send_batch(fifo(), entries, 0.0)
+
+
+# -- argument errors name the argument ----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("fifo_queue", "kwargs", "error", "message"),
+    [
+        (True, {}, ValueError, r"^group is required"),
+        (True, {"group": 1}, TypeError, r"^group must be a str"),
+        (True, {"group": "g", "delay": 1.0}, ValueError, r"^delay: a FIFO queue"),
+        (True, {"group": "g", "delay": 0.0}, ValueError, r"^delay: a FIFO queue"),
+        (True, {"group": "g", "dedup_id": 3}, TypeError, r"^dedup_id must be"),
+        (False, {"group": "g"}, ValueError, r"^group: a standard queue"),
+        (False, {"dedup_id": "x"}, ValueError, r"^dedup_id: a standard queue"),
+    ],
+)
+def test_send_names_the_bad_argument(
+    fifo_queue: bool, kwargs: dict[str, object], error: type[Exception], message: str
+) -> None:
+    with pytest.raises(error, match=message):
+        send(initial(Config(fifo=fifo_queue)), "a", "A", **kwargs)  # type: ignore[arg-type]
+
+
+def test_send_batch_names_the_bad_entry() -> None:
+    with pytest.raises(ValueError, match=r"^entries\[1\]\.group is required"):
+        send_batch(fifo(), (("a", "A", None, "g", None), ("b", "B", None)), 0.0)
+    with pytest.raises(ValueError, match=r"^entries\[0\]\.delay: a FIFO queue"):
+        send_batch(fifo(), (("a", "A", 1.0, "g", None),), 0.0)
+    with pytest.raises(ValueError, match=r"^entries\[0\]\.group: a standard queue"):
+        send_batch(initial(), (("a", "A", None, "g", None),), 0.0)
+
+
+@pytest.mark.parametrize("interval", [0, -1.0, float("inf"), float("nan")])
+def test_the_dedup_interval_must_be_positive_and_finite(interval: float) -> None:
+    with pytest.raises(ValueError, match=r"^dedup_interval"):
+        Config(fifo=True, dedup_interval=interval)
+
+
+# -- the invariants catch the bugs of issue 15 -------------------------------------------------
+
+
+def test_group_order_catches_a_release_to_the_tail_of_the_group() -> None:
+    s = put(fifo(), ("a1", "g"), ("a2", "g"))
+    s, d = take(s)
+    after, _ = retry(s, d.receipt)
+    broken = replace(after, visible=("a2", "a1"))
+    assert group_order(after) is None
+    reason = group_order(broken)
+    assert reason is not None and reason.startswith("GroupOrder: visible")
+
+
+def test_group_order_catches_a_receive_that_ignores_the_lock() -> None:
+    s = put(fifo(), ("a1", "g"), ("a2", "g"))
+    s, _ = take(s)
+    broken, _ = _deliver(s, "a2", 0.0, None)  # the head of visible, although g is locked
+    reason = group_order_step(s, broken)
+    assert reason is not None and "locked" in reason
+    assert any(r.startswith("GroupOrder") for r in step_violations(s, broken, 0.0))
+
+
+def test_group_order_catches_a_batch_that_leaves_a_group_before_exhausting_it() -> None:
+    s = put(fifo(), ("a1", "g"), ("b1", "h"), ("a2", "g"))
+    broken, d1 = _deliver(s, "a1", 0.0, None)
+    broken, d2 = _deliver(broken, "b1", 0.0, None)
+    reason = group_order_step(s, broken)
+    assert reason is not None and "went on past group 'g'" in reason
+    args = {"now": 0.0, "n": 2, "vt": None}
+    atomic = batch_atomic(s, "receive_batch", args, broken, (d1, d2))
+    assert atomic is not None and atomic.startswith("BatchAtomic")
+
+
+def test_group_order_catches_a_batch_that_starts_with_a_later_group() -> None:
+    s = put(fifo(), ("a1", "g"), ("b1", "h"))
+    broken, _ = _deliver(s, "b1", 0.0, None)
+    reason = group_order_step(s, broken)
+    assert reason is not None and reason.startswith("GroupOrder: took the groups")
+
+
+def test_dedup_window_catches_a_window_measured_from_the_latest_duplicate() -> None:
+    s, _ = send(fifo(dedup_interval=10.0), "a", "A", now=0.0, group="g", dedup_id="x")
+    # The bug: a duplicate at 9 moves the record's time to 9 (and would refuse "b" at 10).
+    broken = replace(s, dedup=(("x", "a", 9.0),))
+    reason = dedup_window_step(s, broken, 9.0)
+    assert reason is not None and "by no send" in reason
+
+
+def test_dedup_window_catches_a_record_of_a_rejected_send() -> None:
+    s = put(fifo(capacity=1), ("a", "g"))
+    broken = replace(s, dedup=(("y", "b", 0.0),))  # b was refused (full) but recorded
+    assert dedup_window(s) is None
+    state_reason = dedup_window(broken)
+    assert state_reason is not None and state_reason.startswith("DedupWindow")
+    assert dedup_window_step(s, broken, 0.0) is not None
+
+
+def test_dedup_window_catches_a_second_acceptance_within_the_interval() -> None:
+    s, _ = send(fifo(dedup_interval=10.0), "a", "A", now=0.0, group="g", dedup_id="x")
+    # The bug: no dedup check at all, so b is accepted at 5 with the same dedup id.
+    broken = replace(s.with_msg(replace(s.messages[0], id="b", body="B", sent=1)))
+    broken = replace(broken, visible=("a", "b"), dedup=(("x", "b", 5.0),))
+    reason = dedup_window_step(s, broken, 5.0)
+    assert reason is not None and "within 10.0" in reason
+
+
+def test_standard_queues_keep_no_fifo_fields() -> None:
+    s, ok = send(initial(), "a", "A")
+    m = s.get("a")
+    assert ok is True and m is not None and (m.group, m.sent, m.dedup_id) == (None, 0, None)
+    assert s.dedup == () and violations(s) == []
