@@ -31,6 +31,14 @@ def main(argv: list[str] | None = None) -> int:
     ex.add_argument(
         "--delays", type=int, nargs="+", default=[0], help="delays a send may ask for (default 0)"
     )
+    ex.add_argument("--fifo", action="store_true", help="a FIFO queue (QueueFifo.tla's twin)")
+    ex.add_argument(
+        "--groups", nargs="+", default=[], help="FIFO groups, each a string of ids (e.g. ab c)"
+    )
+    ex.add_argument(
+        "--dedup", nargs="+", default=[], help="FIFO ids sent with one dedup id (e.g. ac)"
+    )
+    ex.add_argument("--dedup-interval", type=int, default=300, help="FIFO dedup window")
     args = parser.parse_args(argv)
 
     try:
@@ -44,6 +52,10 @@ def main(argv: list[str] | None = None) -> int:
             max_time=args.max_time,
             batch=args.batch,
             delays=tuple(args.delays),
+            fifo=args.fifo,
+            groups=tuple(tuple(g) for g in args.groups),
+            dedup=tuple(tuple(d) for d in args.dedup),
+            dedup_interval=args.dedup_interval,
         )
     except ValueError as e:
         parser.error(str(e))
@@ -59,8 +71,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  {reason}")
         print("trace: " + " -> ".join(g.trace))
         return 1
+    order = "GroupOrder DedupWindow" if bounds.fifo else "FifoVisible"
     print(
-        "invariants:   OneState CapacityBound OneLiveReceipt AttemptsCount FifoVisible "
+        f"invariants:   OneState CapacityBound OneLiveReceipt AttemptsCount {order} "
         "IdsReserved DelayHonoured BatchAtomic hold in every state and step"
     )
     return 0

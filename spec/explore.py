@@ -31,6 +31,18 @@ edges carry are the TLA+ action names with their parameters:
   ``Expire``                   the sweeper runs and something is due (a delay or a deadline)
   ``Tick``                     the clock moves on by 1, up to ``max_time``
 
+On a FIFO queue (``Bounds.fifo``, the twin of ``tla/QueueFifo.tla``) a send takes no delay of its
+own (the queue's is ``delays``' one value) and its group and dedup id are functions of the id
+(``Bounds.groups``, ``Bounds.dedup``), so the send labels are QueueFifo's:
+
+  ``Send(i)``                  send ``i`` (a duplicate is no edge: it changes nothing)
+  ``SendBatch(<<i,j,...>>)``   send_batch of 2..``batch`` distinct ids in every order, no dedup
+                               id twice; enabled when some entry is no duplicate and those
+                               entries are accepted together
+
+``Receive(v)`` and ``ReceiveBatch(n,v)`` take the deliverable messages (visible, in an unlocked
+group) in QueueFifo's order; the other labels are Queue's.
+
 The label format (:func:`action_label`): the action, then its parameters in parentheses,
 separated by ``,`` without spaces; ``None`` is ``none``; a tuple parameter is a TLA+ sequence
 ``<<x,y>>`` (nested for pairs), so ``lastAction = <<"SendBatch", <<<<a, 0>>, <<b, 1>>>>>>`` in
@@ -42,9 +54,10 @@ versions have the same states. ``Purge`` is always tried: it reaches no state th
 cannot, so it adds edges but no states.
 
 Only enabled actions make edges: a rejected call changes nothing, so it is no transition (a
-batch whose every entry is rejected, too; a purge of nothing). Receipts that are not live are
-never tried here, because the spec returns the state unchanged for them (the property tests
-check that separately).
+batch whose every entry is rejected, too; a purge of nothing; a FIFO duplicate). A call whose
+result says so but whose state changed all the same is an edge, so that the invariants see it.
+Receipts that are not live are never tried here, because the spec returns the state unchanged
+for them (the property tests check that separately).
 """
 
 from __future__ import annotations
@@ -53,13 +66,13 @@ import itertools
 import time
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Final
 
 from spec.invariants import BATCH_OPERATIONS, Reason, batch_atomic, step_violations, violations
 from spec.operations import REGISTRY, Operation, Registry
 from spec.state import Config, State, Status, initial
-from spec.transitions import MAX_BATCH
+from spec.transitions import MAX_BATCH, receive_batch
 
 #: A node of the graph: the queue's state and the clock.
 Node = tuple[State, int]
@@ -67,7 +80,7 @@ Node = tuple[State, int]
 Edge = tuple[Node, str, Node]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class Bounds:
     """What makes the state space finite. Every field has a TLA+ constant of the same meaning."""
 
@@ -84,8 +97,20 @@ class Bounds:
     max_time: int = 2
     #: The largest batch explored; batch actions take 2..batch entries. 1: no batch actions.
     batch: int = 1
-    #: The delays a send (or a batch entry) may ask for; 0 is an immediate send.
+    #: The delays a send (or a batch entry) may ask for; 0 is an immediate send. On a FIFO
+    #: queue exactly one, the queue's delay (TLA+ ``QueueDelay``): a send takes none of its own.
     delays: tuple[int, ...] = (0,)
+    #: A FIFO queue (contract section 2b; TLA+ ``QueueFifo.tla``).
+    fifo: bool = False
+    #: FIFO: the message groups, a partition of ``ids`` (TLA+ ``Groups``); empty: one group of
+    #: every id. A group's name is its ids joined by ``_`` (:meth:`group_of`).
+    groups: tuple[tuple[str, ...], ...] = ()
+    #: FIFO: the sets of ids sent with one dedup id (TLA+ ``DedupSets``): ``(("a", "b"),)``
+    #: makes ``b`` a producer's retry of ``a`` (a fresh id, the same dedup id). An id in no
+    #: set is sent without a dedup id. The dedup id's name is its ids joined by ``_``.
+    dedup: tuple[tuple[str, ...], ...] = ()
+    #: FIFO: the dedup window, in clock units (TLA+ ``DedupInterval``).
+    dedup_interval: int = 300
 
     def __post_init__(self) -> None:
         if len(set(self.ids)) != len(self.ids) or not self.ids:
@@ -101,10 +126,54 @@ class Bounds:
         if any(d < 0 for d in self.delays):
             raise ValueError(f"delays must be >= 0, got {self.delays!r}")
         Config(self.capacity, self.max_receives)  # validates both
+        if not self.fifo:
+            if self.groups or self.dedup:
+                raise ValueError("groups and dedup are bounds of FIFO queues (fifo=True)")
+            return
+        if len(self.delays) != 1:
+            raise ValueError(f"a FIFO queue has one delay, the queue's, got {self.delays!r}")
+        grouped = [i for g in self.groups for i in g]
+        if self.groups and sorted(grouped) != sorted(self.ids):
+            raise ValueError(f"groups must partition the ids {self.ids!r}, got {self.groups!r}")
+        listed = [i for d in self.dedup for i in d]
+        if len(set(listed)) != len(listed) or not set(listed) <= set(self.ids):
+            raise ValueError(f"dedup must be disjoint sets of ids, got {self.dedup!r}")
+        if any(not d for d in self.dedup) or any(not g for g in self.groups):
+            raise ValueError("a group or a dedup set must not be empty")
+        Config(fifo=True, dedup_interval=self.dedup_interval)  # validates the interval
+
+    def __repr__(self) -> str:
+        # The FIFO fields only on FIFO bounds, so the standard bounds print (and the generated
+        # diagrams that show them) as they did before FIFO queues.
+        skip = () if self.fifo else ("fifo", "groups", "dedup", "dedup_interval")
+        shown = (f"{f.name}={getattr(self, f.name)!r}" for f in fields(self) if f.name not in skip)
+        return f"Bounds({', '.join(shown)})"
 
     @property
     def config(self) -> Config:
-        return Config(capacity=self.capacity, max_receives=self.max_receives)
+        if not self.fifo:
+            return Config(capacity=self.capacity, max_receives=self.max_receives)
+        return Config(
+            capacity=self.capacity,
+            max_receives=self.max_receives,
+            delay=self.delays[0],
+            fifo=True,
+            dedup_interval=self.dedup_interval,
+        )
+
+    def group_of(self, id: str) -> str:
+        """FIFO: the group ``id`` is sent in (TLA+ ``Group[i]``), named by its ids."""
+        for g in self.groups:
+            if id in g:
+                return "_".join(g)
+        return "_".join(self.ids)
+
+    def dedup_of(self, id: str) -> str | None:
+        """FIFO: the dedup id ``id`` is sent with (TLA+ ``DedupId[i]``), or ``None``."""
+        for d in self.dedup:
+            if id in d:
+                return "_".join(d)
+        return None
 
 
 def vt_label(vt: int | None) -> str:
@@ -141,12 +210,28 @@ def _sizes(bounds: Bounds) -> range:
 
 
 def _send(bounds: Bounds, s: State, now: int) -> Iterator[Candidate]:
+    if bounds.fifo:  # QueueFifo's Send(i): the group and dedup id are functions of the id
+        for i in bounds.ids:
+            yield (i,), (i, i, None, bounds.group_of(i), bounds.dedup_of(i))
+        return
     for i in bounds.ids:  # body = id: TLA+ has no bodies
         for d in bounds.delays:
             yield (i, d), (i, i, d)
 
 
 def _send_batch(bounds: Bounds, s: State, now: int) -> Iterator[Candidate]:
+    if bounds.fifo:
+        # QueueFifo's SendBatch(b): any distinct ids (a used one may be a duplicate, which is
+        # checked first), no dedup id twice (an invalid batch).
+        for k in _sizes(bounds):
+            for ids in itertools.permutations(bounds.ids, k):
+                dedups = [d for i in ids if (d := bounds.dedup_of(i)) is not None]
+                if len(set(dedups)) == len(dedups):
+                    entries = tuple(
+                        (i, i, None, bounds.group_of(i), bounds.dedup_of(i)) for i in ids
+                    )
+                    yield (ids,), (entries,)
+        return
     fresh = [i for i in bounds.ids if s.get(i) is None]  # a used id only gets the batch refused
     for k in _sizes(bounds):
         for ids in itertools.permutations(fresh, k):
@@ -158,8 +243,9 @@ def _send_batch(bounds: Bounds, s: State, now: int) -> Iterator[Candidate]:
 
 
 def _receive(bounds: Bounds, s: State, now: int) -> Iterator[Candidate]:
-    if s.visible:
-        head = s.get(s.visible[0])
+    deliverable = s.deliverable()  # on a standard queue: visible
+    if deliverable:
+        head = s.get(deliverable[0])
         assert head is not None
         if head.attempt < bounds.max_attempt:
             for vt in bounds.visibility_timeouts:
@@ -168,7 +254,10 @@ def _receive(bounds: Bounds, s: State, now: int) -> Iterator[Candidate]:
 
 def _receive_batch(bounds: Bounds, s: State, now: int) -> Iterator[Candidate]:
     for n in _sizes(bounds):
-        taken = [s.get(i) for i in s.visible[:n]]
+        if bounds.fifo:  # the batch's order (QueueFifo's BatchOrder): as receive_batch takes
+            taken = [s.get(d.id) for d in receive_batch(s, now, n, None)[1]]
+        else:
+            taken = [s.get(i) for i in s.visible[:n]]
         if taken and all(m is not None and m.attempt < bounds.max_attempt for m in taken):
             for vt in bounds.visibility_timeouts:
                 yield (n, vt), (n, vt)
@@ -271,7 +360,11 @@ def _steps(
     for op in registry:
         for params, args in enumerator(op)(bounds, s, now):
             s2, now2, result = op.step(s, now, args)
-            if op.result.enabled(result):
+            # A call whose result says it did nothing (a rejection, a FIFO duplicate) but
+            # that changed the state anyway is an edge too, for the invariants to judge: the
+            # spec has none, a broken transition (a duplicate that moves its dedup window, a
+            # rejected send that records its dedup id) does.
+            if op.result.enabled(result) or (s2 is not s and s2 != s):
 
                 def atomic(op: Operation = op, args: tuple[object, ...] = args) -> Reason:
                     if op.function is None or op.name not in BATCH_OPERATIONS:
