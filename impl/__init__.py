@@ -17,7 +17,16 @@ from impl.clock import Clock, FakeClock, MonotonicClock
 from impl.errors import DuplicateIdError, Empty, Full, ShutDown
 from impl.fifo import FifoQueue
 from impl.jobqueue import Job, JobQueue
-from impl.message import Entry, Health, Message, Receipt, Snapshot, SnapshotMessage, Stats
+from impl.message import (
+    Entry,
+    FifoMessage,
+    Health,
+    Message,
+    Receipt,
+    Snapshot,
+    SnapshotMessage,
+    Stats,
+)
 from impl.queue import Queue, TraceStep
 
 __all__ = [
@@ -26,6 +35,7 @@ __all__ = [
     "Empty",
     "Entry",
     "FakeClock",
+    "FifoMessage",
     "FifoQueue",
     "Full",
     "Health",

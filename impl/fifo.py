@@ -33,7 +33,7 @@ from typing import Literal
 
 from impl.clock import Clock
 from impl.errors import DuplicateIdError, Empty, Full, ShutDown
-from impl.message import Entry, Message
+from impl.message import Entry, FifoMessage, Message
 from impl.queue import (
     _BATCH_SENDERS,
     _QUEUE_DEFAULT,
@@ -436,10 +436,20 @@ class FifoQueue(Queue[T]):
             out = super().receive_batch(n, block=False, visibility_timeout=visibility_timeout)
             return [self._with_group(m) for m in out]
 
+    def dead_letters(self) -> list[Message[T]]:
+        """As :meth:`impl.Queue.dead_letters`, each with its group."""
+        if self._sink_thread is not None:
+            self._refuse_reentry("dead_letters")
+        with self.mutex:
+            return [
+                FifoMessage(r.id, r.body, r.attempt, r.receipt, r.group)  # type: ignore[attr-defined]
+                for r in self._dead
+            ]
+
     def _with_group(self, m: Message[T]) -> Message[T]:
         rec = self._in_flight[m.id]
         assert isinstance(rec, FifoRecord)
-        return Message(m.id, m.body, m.attempt, m.receipt, rec.group)
+        return FifoMessage(m.id, m.body, m.attempt, m.receipt, rec.group)
 
     def _wait_for_deliverable(self, block: bool, wait: float | None) -> None:
         """Return once some message is deliverable, or raise :class:`ShutDown` (after

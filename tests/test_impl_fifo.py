@@ -96,7 +96,7 @@ def test_dead_lettering_unlocks_the_group() -> None:
         q.send("2", group="A", id="a2")
         m = q.receive(block=False)
         assert q.retry(m.receipt)  # its one delivery used up: dead-lettered
-        assert [d.id for d in q.dead_letters()] == ["a1"]
+        assert [(d.id, d.group) for d in q.dead_letters()] == [("a1", "A")]
         assert q.receive(block=False).id == "a2"
 
 
@@ -326,3 +326,14 @@ def test_shutdown_with_only_locked_groups_visible_raises_shutdown() -> None:
         q.shutdown()
         with pytest.raises(impl.ShutDown):
             q.receive()
+
+
+def test_messages_carry_their_group_and_standard_messages_none() -> None:
+    with make() as q, impl.Queue[str]() as std:
+        q.send("x", group="A", id="a")
+        m = q.receive(block=False)
+        assert isinstance(m, impl.FifoMessage) and isinstance(m, impl.Message)
+        assert m.group == "A" and q.dead_letters() == []
+        std.send("y", id="b")
+        s = std.receive(block=False)
+        assert type(s) is impl.Message and s.group is None
