@@ -25,13 +25,17 @@ Choices the contract leaves open, made here and documented in ``docs/testing.md`
   from the start, each ``["new"]`` adds the next index). This is checked before anything runs.
 - ``delay`` (default 0) is the queue's default delay, a time like the others; an
   ``["enqueue", id, payload]`` without a ``"delay"`` option (or a batch entry without one) uses
-  it. ``"fifo": true`` is refused ("FIFO queues are not implemented yet"); ``"fifo": false`` and
-  ``dedup_interval`` (a time, FIFO only, so unused here) are accepted.
+  it.
+- ``"fifo": true`` (contract section 2b) makes every queue of the scenario a FIFO queue, with
+  ``dedup_interval`` (a time > 0, default 300; accepted but unused on standard queues). On a FIFO
+  queue every ``enqueue`` (and batch entry) needs ``{"group": g}`` (an id) and may carry
+  ``"dedup"`` (an id); ``"delay"`` is refused there (the queue's ``delay`` applies), and
+  ``"group"``/``"dedup"`` are refused on a standard queue.
 - Batches (``enqueue_batch``, ``ack_batch``, ``extend_batch``) take 1 to 10 entries and
-  ``reserve_batch`` an ``n`` in 1..10; anything else is invalid, as is an option other than
-  ``"delay"`` (``"group"`` and ``"dedup"`` are FIFO options). An id repeated inside one
-  ``enqueue_batch`` is a valid scenario: the batch is rejected (``false``), as one that does not
-  fit is.
+  ``reserve_batch`` an ``n`` in 1..10; anything else is invalid, as is an unknown option. An id
+  repeated inside one ``enqueue_batch`` is a valid scenario: the batch is rejected (``false``), as
+  one that does not fit is. A ``dedup`` repeated inside one FIFO ``enqueue_batch`` is an invalid
+  batch (contract section 2b), so an invalid scenario.
 - Unknown keys, duplicate keys and the non-standard JSON constants ``NaN``/``Infinity`` are
   errors, so that a typo cannot silently fall back to a default.
 """
@@ -65,8 +69,8 @@ MAX_BATCH: Final = 10
 OPTIONS: Final = ("delay",)
 #: The options only a FIFO queue takes (contract section 2b, issue 15).
 FIFO_OPTIONS: Final = ("group", "dedup")
-#: What the parser says of a FIFO queue or option.
-NO_FIFO: Final = "FIFO queues are not implemented yet"
+#: The default deduplication interval of a FIFO queue, seconds (SQS's five minutes).
+DEDUP_INTERVAL: Final = 300.0
 
 
 class ScenarioError(ValueError):
@@ -104,6 +108,11 @@ class Invoke:
     ``Invoke("delete_batch", (((id, attempt), ...),))``; ``["extend_batch", [[id, attempt, t],
     ...]]`` is ``Invoke("change_visibility_batch", (((id, attempt, t), ...),))``; ``["purge"]``
     is ``Invoke("purge")``.
+
+    On a FIFO queue (issue 15) a send carries its group and dedup id after its delay (always
+    ``QUEUE_DEFAULT`` there): ``["enqueue", id, payload, {"group": g, "dedup": d}]`` is
+    ``Invoke("send", (id, payload, QUEUE_DEFAULT, g, d))`` (``d`` is ``None`` without the
+    option), and each ``enqueue_batch`` entry is such a 5-tuple.
     """
 
     name: str
@@ -138,6 +147,8 @@ class QueueConfig:
     visibility_timeout: float | None = None
     max_receives: int | None = None
     delay: float = 0.0
+    fifo: bool = False
+    dedup_interval: float = DEDUP_INTERVAL
 
 
 @dataclass(frozen=True, slots=True)
@@ -261,17 +272,33 @@ def _invoke(where: str, op: Operation, raw: list[object]) -> Invoke:
 
 
 def _options(where: str, value: object) -> float | QueueDefault:
-    """An ``enqueue``'s (or a batch entry's) options: its delay, or ``QUEUE_DEFAULT``."""
+    """A standard queue's ``enqueue`` (or batch entry) options: its delay, or ``QUEUE_DEFAULT``."""
     if not isinstance(value, Mapping):
         _fail(where, f'opts must be an object like {{"delay": 5}}, got {_show(value)}')
     for key in value:
         if key in FIFO_OPTIONS:
-            _fail(where, f"option {_show(key)} is for FIFO queues only ({NO_FIFO})")
+            _fail(where, f'option {_show(key)} is for FIFO queues only ("fifo": true)')
         if key not in OPTIONS:
             _fail(where, f"unknown option {_show(key)} (known: {', '.join(OPTIONS)})")
     if "delay" in value:
         return _time(f"{where} delay", value["delay"])
     return QUEUE_DEFAULT
+
+
+def _fifo_options(where: str, value: object) -> tuple[str, str | None]:
+    """A FIFO queue's ``enqueue`` (or batch entry) options: ``(group, dedup)``."""
+    if not isinstance(value, Mapping):
+        _fail(where, f'opts must be an object like {{"group": "g"}}, got {_show(value)}')
+    for key in value:
+        if key in OPTIONS:
+            _fail(where, f"option {_show(key)} is not taken by a FIFO queue (the queue's delay)")
+        if key not in FIFO_OPTIONS:
+            _fail(where, f"unknown option {_show(key)} (known: {', '.join(FIFO_OPTIONS)})")
+    if "group" not in value:
+        _fail(where, 'a send on a FIFO queue needs a group: {"group": g}')
+    group = _id(f"{where} group", value["group"])
+    dedup = _id(f"{where} dedup", value["dedup"]) if "dedup" in value else None
+    return group, dedup
 
 
 def _body(where: str, value: object) -> str:
@@ -280,9 +307,13 @@ def _body(where: str, value: object) -> str:
     return value
 
 
-def _message(where: str, raw: Sequence[object]) -> tuple[str, str, float | QueueDefault]:
-    """``id, payload[, opts]`` of an ``enqueue`` or a batch entry: ``(id, body, delay)``."""
+def _message(where: str, raw: Sequence[object], fifo: bool = False) -> tuple[object, ...]:
+    """``id, payload[, opts]`` of an ``enqueue`` or a batch entry: ``(id, body, delay)``, and on
+    a FIFO queue ``(id, body, QUEUE_DEFAULT, group, dedup)``."""
     body = _body(where, raw[1])
+    if fifo:
+        group, dedup = _fifo_options(where, raw[2] if len(raw) == 3 else {})
+        return _id(where, raw[0]), body, QUEUE_DEFAULT, group, dedup
     delay = _options(where, raw[2]) if len(raw) == 3 else QUEUE_DEFAULT
     return _id(where, raw[0]), body, delay
 
@@ -302,19 +333,21 @@ def _entry(where: str, value: object, sizes: tuple[int, ...], shape: str) -> lis
     return value
 
 
-def _send_args(where: str, raw: list[object]) -> tuple[object, ...]:
-    return _message(where, raw)
+def _send_args(where: str, raw: list[object], fifo: bool = False) -> tuple[object, ...]:
+    return _message(where, raw, fifo)
 
 
-def _send_batch_args(where: str, raw: list[object]) -> tuple[object, ...]:
+def _send_batch_args(where: str, raw: list[object], fifo: bool = False) -> tuple[object, ...]:
     shape = "[id, payload] or [id, payload, opts]"
     entries = _batch(where, "entries", raw[0], f"[{shape}, ...]")
-    return (
-        tuple(
-            _message(f"{where} entry {i}", _entry(f"{where} entry {i}", e, (2, 3), shape))
-            for i, e in enumerate(entries)
-        ),
+    parsed = tuple(
+        _message(f"{where} entry {i}", _entry(f"{where} entry {i}", e, (2, 3), shape), fifo)
+        for i, e in enumerate(entries)
     )
+    dedups = [e[4] for e in parsed if fifo and e[4] is not None]
+    if len(set(dedups)) < len(dedups):
+        _fail(where, "a dedup id repeated inside one enqueue_batch is an invalid batch")
+    return (parsed,)
 
 
 def _receive_batch_args(where: str, raw: list[object]) -> tuple[object, ...]:
@@ -364,8 +397,11 @@ _PARSERS: Final[Mapping[str, Callable[[str, list[object]], tuple[object, ...]]]]
 }
 
 
-def parse_op(raw: object, queues: int, where: str = "op", registry: Registry = REGISTRY) -> Op:
-    """Parse one op; ``queues`` is how many queues exist when it runs (for ``use``).
+def parse_op(
+    raw: object, queues: int, where: str = "op", registry: Registry = REGISTRY, fifo: bool = False
+) -> Op:
+    """Parse one op; ``queues`` is how many queues exist when it runs (for ``use``), ``fifo``
+    whether they are FIFO queues (which changes the options a send takes).
 
     Raises :class:`ScenarioError`, its message starting with ``where``.
     """
@@ -384,6 +420,9 @@ def parse_op(raw: object, queues: int, where: str = "op", registry: Registry = R
     ops = harness_ops(registry)
     if name in ops:
         op = ops[name]
+        if op.name in ("send", "send_batch"):
+            parse = _send_args if op.name == "send" else _send_batch_args
+            return Invoke(op.name, parse(where, args, fifo))
         if op.name in _PARSERS:
             return Invoke(op.name, _PARSERS[op.name](where, args))
         return _invoke(where, op, args)
@@ -416,10 +455,9 @@ def parse_scenario(obj: object) -> Scenario:
     fifo = obj.get("fifo", False)
     if not isinstance(fifo, bool):
         _fail("fifo", f"expected true or false, got {_show(fifo)}")
-    if fifo:
-        _fail("fifo", f'{NO_FIFO} (issue 15): only standard queues, "fifo": false')
-    if "dedup_interval" in obj:
-        _time("dedup_interval", obj["dedup_interval"])
+    interval = _time("dedup_interval", obj.get("dedup_interval", DEDUP_INTERVAL))
+    if interval == 0:
+        _fail("dedup_interval", "must be > 0, got 0")
     capacity = obj["capacity"]
     vt = obj.get("visibility_timeout")
     max_receives = obj.get("max_receives")
@@ -428,6 +466,8 @@ def parse_scenario(obj: object) -> Scenario:
         visibility_timeout=None if vt is None else _time("visibility_timeout", vt),
         max_receives=None if max_receives is None else _int("max_receives", max_receives, 1),
         delay=_time("delay", obj.get("delay", 0)),
+        fifo=fifo,
+        dedup_interval=interval,
     )
     raw_ops = obj["ops"]
     if not isinstance(raw_ops, list):
@@ -435,7 +475,7 @@ def parse_scenario(obj: object) -> Scenario:
     ops: list[Op] = []
     queues = 1
     for i, raw in enumerate(raw_ops):
-        op = parse_op(raw, queues, f"op {i} {_show(raw)}")
+        op = parse_op(raw, queues, f"op {i} {_show(raw)}", fifo=fifo)
         if isinstance(op, New):
             queues += 1
         ops.append(op)

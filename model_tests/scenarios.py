@@ -11,6 +11,12 @@ entries drawn like the single ops' (an ``enqueue_batch`` sometimes repeats an id
 fit); ``purge`` is drawn as often as ``cancel``, one op in 26. The spec only guides the drawing;
 the tests compare the outputs of both targets, never with the guide.
 
+FIFO scenarios (``scenarios(fifo=True)``, contract section 2b) send with a group from
+:data:`GROUPS` and, half the time, a dedup id from :data:`DEDUPS`; their dedup interval is short
+(1 to 3 s, sometimes the default 300) and ``advance`` also aims at the end of a dedup window, so
+duplicates, windows that end and ids sent again after them all occur. An ``enqueue_batch`` never
+repeats a dedup id (that is an invalid scenario).
+
 Times are multiples of 1/4, so every clock sum and deadline is exact in binary floating point and
 "exactly on the deadline" really is exact.
 """
@@ -31,6 +37,10 @@ OPS = tuple(op_table())
 
 IDS = ("a", "b", "c", "d", "e")
 PAYLOADS = ("", "A", "B", "x y", "~!")
+#: The message groups and dedup ids of FIFO scenarios.
+GROUPS = ("g", "h", "k")
+FIFO_IDS = ("f", "m", "n")
+DEDUPS = ("x", "y")
 
 #: Durations in quarters of a second: exact in binary floating point.
 quarters = st.integers(min_value=0, max_value=16).map(lambda n: n / 4)
@@ -43,10 +53,11 @@ def _json_time(t: float) -> int | float:
 
 
 def timers(states: list[spec.State]) -> list[float]:
-    """When each running timer of ``states`` is due: deadlines and delays alike."""
+    """When each running timer of ``states`` is due: deadlines and delays alike, and on FIFO
+    queues the end of each dedup window (no timer, but where behaviour changes)."""
     return [
         t for s in states for m in s.messages for t in (m.deadline, m.visible_at) if t is not None
-    ]
+    ] + [at + s.config.dedup_interval for s in states for _, _, at in s.dedup]
 
 
 @st.composite
@@ -73,9 +84,18 @@ def _receipt_args(draw: st.DrawFn, model: ModelTarget) -> tuple[str, int]:
 
 
 @st.composite
-def _message(draw: st.DrawFn) -> list[Any]:
-    """``id, payload``, and one time in three ``{"delay": d}`` (0 included) or ``{}``."""
-    out: list[Any] = [draw(st.sampled_from(IDS)), draw(st.sampled_from(PAYLOADS))]
+def _message(draw: st.DrawFn, fifo: bool = False, dedups: tuple[str, ...] = DEDUPS) -> list[Any]:
+    """``id, payload``, and one time in three ``{"delay": d}`` (0 included) or ``{}``; on a FIFO
+    queue ``{"group": g}``, half the time with a ``"dedup"`` from ``dedups``."""
+    # A FIFO queue draws from more ids: it needs several messages at once to show its groups.
+    ids = IDS + FIFO_IDS if fifo else IDS
+    out: list[Any] = [draw(st.sampled_from(ids)), draw(st.sampled_from(PAYLOADS))]
+    if fifo:
+        opts: dict[str, str] = {"group": draw(st.sampled_from(GROUPS))}
+        with_dedup = draw(st.booleans())
+        if dedups and with_dedup:
+            opts["dedup"] = draw(st.sampled_from(dedups))
+        return [*out, opts]
     form = draw(st.integers(0, 5))
     if form == 0:
         out.append({"delay": _json_time(draw(quarters))})
@@ -89,22 +109,46 @@ def _sizes(draw: st.DrawFn) -> int:
     return draw(st.integers(1, 3) if draw(st.integers(0, 4)) else st.integers(1, MAX_BATCH))
 
 
+def _fifo_batch(draw: st.DrawFn, size: int) -> list[list[Any]]:
+    """A FIFO ``enqueue_batch``'s entries: no dedup id twice.
+
+    Nor an id repeated where one of its entries carries a dedup id: ``impl.FifoQueue`` refuses
+    such a batch (``DuplicateIdError``) even when that entry is a duplicate, where the spec
+    (contract section 2b) accepts the other entries; reported to its owner (issue 15), and
+    :func:`model_tests.tests.test_harness` keeps the case as an example.
+    """
+    entries: list[list[Any]] = []
+    for _ in range(size):
+        used = {e[2].get("dedup") for e in entries}
+        m = draw(_message(True, tuple(d for d in DEDUPS if d not in used)))
+        ids = {e[0] for e in entries}
+        if m[0] in {e[0] for e in entries if "dedup" in e[2]} or ("dedup" in m[2] and m[0] in ids):
+            continue
+        entries.append(m)
+    return entries
+
+
 @st.composite
 def _op(draw: st.DrawFn, model: ModelTarget) -> list[Any]:
+    fifo = model.states[0].config.fifo
+    # A FIFO queue shows its groups only with several messages held at once: more sends,
+    # fewer switches to a fresh queue.
     name = draw(
         st.sampled_from(
-            ("enqueue",) * 4
+            ("enqueue",) * (8 if fifo else 4)
             + ("reserve",) * 4
             + ("ack", "ack", "retry", "extend", "cancel")
             + ("advance",) * 3
-            + ("dead", "new", "use")
+            + (("dead", "new", "use") if not fifo or draw(st.integers(0, 3)) == 0 else ("dead",))
             + ("enqueue_batch", "enqueue_batch", "reserve_batch", "reserve_batch")
             + ("ack_batch", "extend_batch", "purge")
         )
     )
     if name == "enqueue":
-        return ["enqueue", *draw(_message())]
+        return ["enqueue", *draw(_message(fifo))]
     if name == "enqueue_batch":
+        if fifo:
+            return ["enqueue_batch", _fifo_batch(draw, _sizes(draw))]
         return ["enqueue_batch", [draw(_message()) for _ in range(_sizes(draw))]]
     if name == "reserve":
         form = draw(st.integers(0, 3))
@@ -155,10 +199,20 @@ def _vt(draw: st.DrawFn) -> int | float:
 
 
 @st.composite
-def scenarios(draw: st.DrawFn, max_ops: int = 30) -> dict[str, Any]:
-    """A valid scenario object (as decoded JSON) of up to ``max_ops`` ops."""
-    scenario: dict[str, Any] = {"capacity": draw(st.none() | st.integers(0, 4))}
-    vt = draw(st.sampled_from(("absent", None, 0, 0.5, 1, 2, 3)))
+def scenarios(draw: st.DrawFn, max_ops: int = 30, fifo: bool = False) -> dict[str, Any]:
+    """A valid scenario object (as decoded JSON) of up to ``max_ops`` ops; a FIFO queue's if
+    ``fifo``."""
+    # FIFO scenarios need several messages held at once (one group locked, another group's
+    # message behind it), so their queues are roomier and their deliveries last longer.
+    capacity = st.sampled_from((None, None, 2, 3, 4)) if fifo else st.none() | st.integers(0, 4)
+    scenario: dict[str, Any] = {"capacity": draw(capacity)}
+    if fifo:
+        scenario["fifo"] = True
+        interval = draw(st.sampled_from(("absent", 1, 2, 3, 2.5)))
+        if interval != "absent":
+            scenario["dedup_interval"] = interval
+    vts = ("absent", None, 1, 2, 3) if fifo else ("absent", None, 0, 0.5, 1, 2, 3)
+    vt = draw(st.sampled_from(vts))
     if vt != "absent":
         scenario["visibility_timeout"] = vt
     k = draw(st.sampled_from(("absent", None, 1, 2, 3)))
@@ -171,7 +225,7 @@ def scenarios(draw: st.DrawFn, max_ops: int = 30) -> dict[str, Any]:
     ops: list[list[Any]] = []
     for _ in range(draw(st.integers(0, max_ops))):
         raw = draw(_op(model))
-        apply(model, parse_op(raw, queues=len(model.states)))
+        apply(model, parse_op(raw, queues=len(model.states), fifo=fifo))
         ops.append(raw)
     scenario["ops"] = ops
     return scenario

@@ -1,9 +1,10 @@
 """The two things a scenario can run on, behind one small protocol, and the op dispatch they share.
 
 ``model`` (:class:`ModelTarget`) is the pure-function spec; ``impl`` (:class:`ImplTarget`) is
-``impl.Queue`` on an ``impl.FakeClock``. The harness, the differential test and the hand-written
-examples all go through :func:`run_scenario`, so the only difference between the targets is the
-small methods of :class:`Target`. Each method is named after the contract operation it
+``impl.Queue`` (``impl.FifoQueue`` for a ``"fifo": true`` scenario) on an ``impl.FakeClock``.
+The harness, the differential test and the hand-written examples all go through
+:func:`run_scenario`, so the only difference between the targets is the small methods of
+:class:`Target`. Each method is named after the contract operation it
 performs, the registry's name (:mod:`spec.operations`); the parser maps the scenario's op names
 (the job-queue's vocabulary) to them, and :func:`apply` calls the method of that name. The model
 target runs every operation by the registry's step onto the spec.
@@ -20,10 +21,18 @@ A batch is one op with one output: ``enqueue_batch`` ``true``/``false`` (all or 
 ``enqueue_batch`` that ``impl.Queue`` refuses with ``ValueError`` although the scenario is valid
 (an id repeated inside the batch, more entries than the capacity) is rejected, ``false``, as the
 spec rejects it: both are a batch that can never be accepted.
+
+FIFO queues (contract section 2b, issue 15): a send carries ``group`` and ``dedup`` after its
+delay, and its output is ``"duplicate"`` when the queue deduplicated it (the spec returns the
+earlier message's id; ``impl.FifoQueue.send`` returns it too, told apart from an acceptance by
+the target's record of the ids each queue accepted). An ``enqueue_batch`` on a FIFO queue
+outputs a list: ``"duplicate"`` for each deduplicated entry, ``true``/``false`` for the others
+(accepted or rejected together).
 """
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal, Protocol, TypeAlias
 
@@ -44,16 +53,30 @@ from model_tests.scenario_format import (
 from spec.operations import REGISTRY
 
 #: One op's output as JSON data: a bool, a count, ``null``, ``[id, payload, attempt]``, a list
-#: of ids, of deliveries or of bools.
-Output: TypeAlias = bool | int | list[Any] | None
+#: of ids, of deliveries or of bools, ``"duplicate"`` (a FIFO send deduplicated).
+Output: TypeAlias = bool | int | str | list[Any] | None
+
+#: The output of a FIFO send that the queue deduplicated (contract section 4).
+DUPLICATE = "duplicate"
+#: A send's output: accepted, rejected, or :data:`DUPLICATE`.
+Sent: TypeAlias = bool | str
 
 #: ``[id, payload, attempt]`` of a delivery, as a tuple.
 Delivered: TypeAlias = tuple[str, str, int]
 
 #: A delay as parsed: a time, or the queue's configured delay.
 Delay: TypeAlias = float | QueueDefault
-#: ``[id, payload, opts]`` of an ``enqueue_batch`` entry, parsed: ``(id, body, delay)``.
-BatchEntry: TypeAlias = tuple[str, str, Delay]
+#: ``[id, payload, opts]`` of an ``enqueue_batch`` entry, parsed: ``(id, body, delay)``, and on
+#: a FIFO queue ``(id, body, QUEUE_DEFAULT, group, dedup)``.
+BatchEntry: TypeAlias = tuple[str, str, Delay] | tuple[str, str, Delay, str, str | None]
+
+
+def _fifo_parts(entry: BatchEntry) -> tuple[str | None, str | None]:
+    """``(group, dedup)`` of a batch entry; ``(None, None)`` for a standard queue's."""
+    if len(entry) == 5:
+        return entry[3], entry[4]
+    return None, None
+
 
 TargetName: TypeAlias = Literal["model", "impl"]
 
@@ -62,12 +85,16 @@ class Target(Protocol):
     """One run of one scenario: a list of queues (all with the same config), a current queue and
     a shared clock that starts at 0. Receipts always name the current queue."""
 
-    def send(self, id: str, body: str, delay: Delay) -> bool:
-        """Send to the current queue; ``False`` if rejected (duplicate id or full)."""
+    def send(
+        self, id: str, body: str, delay: Delay, group: str | None = None, dedup: str | None = None
+    ) -> Sent:
+        """Send to the current queue; ``False`` if rejected (duplicate id or full),
+        :data:`DUPLICATE` if a FIFO queue deduplicated it."""
         ...
 
-    def send_batch(self, entries: Sequence[BatchEntry]) -> bool:
-        """Send every entry or none; ``False`` if the batch is rejected."""
+    def send_batch(self, entries: Sequence[BatchEntry]) -> bool | list[Sent]:
+        """Send every entry or none; ``False`` if the batch is rejected. On a FIFO queue, one
+        result per entry: :data:`DUPLICATE`, or the batch's ``True``/``False``."""
         ...
 
     def receive(self, vt: float | QueueDefault | None) -> Delivered | None:
@@ -121,9 +148,18 @@ class ModelTarget:
     """Runs a scenario on the spec: a list of ``spec.State`` values and a number for the clock."""
 
     def __init__(self, config: QueueConfig) -> None:
-        self._config = spec.Config(
-            capacity=config.capacity, max_receives=config.max_receives, delay=config.delay
-        )
+        if config.fifo:
+            self._config = spec.Config(
+                capacity=config.capacity,
+                max_receives=config.max_receives,
+                delay=config.delay,
+                fifo=True,
+                dedup_interval=config.dedup_interval,
+            )
+        else:
+            self._config = spec.Config(
+                capacity=config.capacity, max_receives=config.max_receives, delay=config.delay
+            )
         self._vt = config.visibility_timeout
         self._delay = config.delay
         self._now: spec.Time = 0.0
@@ -155,12 +191,26 @@ class ModelTarget:
     def _vt_of(self, vt: float | QueueDefault | None) -> float | None:
         return self._vt if vt is QUEUE_DEFAULT else vt
 
-    def send(self, id: str, body: str, delay: Delay) -> bool:
-        return self._step("send", id, body, self._delay_of(delay)) is True
+    def send(
+        self, id: str, body: str, delay: Delay, group: str | None = None, dedup: str | None = None
+    ) -> Sent:
+        if group is None:
+            return self._step("send", id, body, self._delay_of(delay)) is True
+        # A FIFO send: the spec's send with its group and dedup id (the registry's step has
+        # no place for them); a duplicate's result is the earlier message's id.
+        s = self.states[self._current]
+        after, result = spec.send(s, id, body, None, self._now, group=group, dedup_id=dedup)
+        self._set(after)
+        return DUPLICATE if isinstance(result, str) else result is True
 
-    def send_batch(self, entries: Sequence[BatchEntry]) -> bool:
-        batch = tuple((id, body, self._delay_of(d)) for id, body, d in entries)
-        return self._step("send_batch", batch) is True
+    def send_batch(self, entries: Sequence[BatchEntry]) -> bool | list[Sent]:
+        if not self._config.fifo:
+            batch = tuple((e[0], e[1], self._delay_of(e[2])) for e in entries)
+            return self._step("send_batch", batch) is True
+        fifo = tuple((e[0], e[1], None, *_fifo_parts(e)) for e in entries)
+        after, results = spec.send_batch(self.states[self._current], fifo, self._now)
+        self._set(after)
+        return _sent_list(results)
 
     def receive(self, vt: float | QueueDefault | None) -> Delivered | None:
         d = self._step("receive", self._vt_of(vt))
@@ -225,6 +275,13 @@ def _delivered(d: object) -> Delivered:
     return (id, body, attempt)
 
 
+def _sent_list(results: object) -> list[Sent]:
+    """A FIFO ``send_batch``'s per-entry results: an earlier id (deduplicated) is
+    :data:`DUPLICATE`, a bool stays itself."""
+    assert isinstance(results, tuple), results
+    return [DUPLICATE if isinstance(r, str) else r is True for r in results]
+
+
 def _bools(results: object) -> list[bool]:
     assert isinstance(results, tuple) and all(isinstance(r, bool) for r in results)
     return list(results)
@@ -242,6 +299,12 @@ class ImplTarget:
         self._config = config
         self.clock = impl.FakeClock()
         self.queues: list[impl.Queue[str]] = []
+        # The ids each queue accepted and, on FIFO queues, when each dedup id was last accepted:
+        # what tells a duplicate (which returns an earlier id, possibly its own) from an
+        # acceptance, and which entries of a rejected FIFO batch were duplicates.
+        # (By queue index, filled as used: a subclass's new_queue need not know of them.)
+        self._accepted: defaultdict[int, set[str]] = defaultdict(set)
+        self._dedup: defaultdict[int, dict[str, float]] = defaultdict(dict)
         self._current = 0
         self.new_queue()
 
@@ -249,17 +312,79 @@ class ImplTarget:
     def _q(self) -> impl.Queue[str]:
         return self.queues[self._current]
 
-    def send(self, id: str, body: str, delay: Delay) -> bool:
+    def send(
+        self, id: str, body: str, delay: Delay, group: str | None = None, dedup: str | None = None
+    ) -> Sent:
+        if group is not None:
+            return self._send_fifo(id, body, group, dedup)
         try:
             self._q.send(body, id=id, delay=None if delay is QUEUE_DEFAULT else delay, block=False)
         except (impl.Full, impl.DuplicateIdError):
             return False
+        self._accepted[self._current].add(id)
         return True
 
-    def send_batch(self, entries: Sequence[BatchEntry]) -> bool:
+    def _is_duplicate(self, dedup: str | None) -> bool:
+        at = self._dedup[self._current].get(dedup) if dedup is not None else None
+        return at is not None and self.clock.now() < at + self._config.dedup_interval
+
+    def _record(self, id: str, dedup: str | None) -> None:
+        self._accepted[self._current].add(id)
+        if dedup is not None:
+            self._dedup[self._current][dedup] = self.clock.now()
+
+    def _send_fifo(self, id: str, body: str, group: str, dedup: str | None) -> Sent:
+        q = self._q
+        assert isinstance(q, impl.FifoQueue)
+        known = id in self._accepted[self._current]
+        try:
+            got = q.send(body, group=group, id=id, dedup_id=dedup, block=False)
+        except (impl.Full, impl.DuplicateIdError):
+            return False
+        if got != id or known:
+            return DUPLICATE
+        self._record(id, dedup)
+        return True
+
+    def _send_batch_fifo(self, entries: Sequence[BatchEntry]) -> list[Sent]:
+        q = self._q
+        assert isinstance(q, impl.FifoQueue)
+        parts = [_fifo_parts(e) for e in entries]
+        batch = [
+            impl.Entry(e[1], id=e[0], group=g, dedup_id=d)
+            for e, (g, d) in zip(entries, parts, strict=True)
+        ]
+        # Which entries are duplicates is decided before anything else, from the acceptances
+        # this target saw; an accepted batch's returned ids must agree with it.
+        dups = [self._is_duplicate(d) for _, d in parts]
+        fresh = [e[0] for e, dup in zip(entries, dups, strict=True) if not dup]
+        never = len(set(fresh)) < len(fresh) or (
+            self._config.capacity is not None and len(fresh) > self._config.capacity
+        )
+        try:
+            got = q.send_batch(batch, block=False)
+        except (impl.Full, impl.DuplicateIdError):
+            return [DUPLICATE if dup else False for dup in dups]
+        except ValueError:
+            if never:
+                return [DUPLICATE if dup else False for dup in dups]
+            raise
+        before = set(self._accepted[self._current])
+        out: list[Sent] = []
+        for e, (_, d), r in zip(entries, parts, got, strict=True):
+            if r != e[0] or e[0] in before:
+                out.append(DUPLICATE)
+            else:
+                self._record(e[0], d)
+                out.append(True)
+        return out
+
+    def send_batch(self, entries: Sequence[BatchEntry]) -> bool | list[Sent]:
+        if self._config.fifo:
+            return self._send_batch_fifo(entries)
         batch = [
             impl.Entry(body, id=id, delay=None if d is QUEUE_DEFAULT else d)
-            for id, body, d in entries
+            for id, body, d, *_ in entries
         ]
         # A batch that can never be accepted is a ValueError before anything happens: an id
         # repeated inside it, or more entries than the capacity. The spec rejects both.
@@ -274,6 +399,7 @@ class ImplTarget:
             if never:
                 return False
             raise
+        self._accepted[self._current].update(e[0] for e in entries)
         return True
 
     def receive(self, vt: float | QueueDefault | None) -> Delivered | None:
@@ -331,13 +457,24 @@ class ImplTarget:
 
     def new_queue(self) -> None:
         c = self._config
-        q: impl.Queue[str] = impl.Queue(
-            capacity=c.capacity,
-            visibility_timeout=c.visibility_timeout,
-            max_receives=c.max_receives,
-            delay=c.delay,
-            clock=self.clock,
-        )
+        q: impl.Queue[str]
+        if c.fifo:
+            q = impl.FifoQueue(
+                capacity=c.capacity,
+                visibility_timeout=c.visibility_timeout,
+                max_receives=c.max_receives,
+                delay=c.delay,
+                dedup_interval=c.dedup_interval,
+                clock=self.clock,
+            )
+        else:
+            q = impl.Queue(
+                capacity=c.capacity,
+                visibility_timeout=c.visibility_timeout,
+                max_receives=c.max_receives,
+                delay=c.delay,
+                clock=self.clock,
+            )
         self.queues.append(q)
         self._current = len(self.queues) - 1
 
