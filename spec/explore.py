@@ -243,7 +243,10 @@ def _send_batch(bounds: Bounds, s: State, now: int) -> Iterator[Candidate]:
 
 
 def _receive(bounds: Bounds, s: State, now: int) -> Iterator[Candidate]:
-    deliverable = s.deliverable()  # on a standard queue: visible
+    # The head the spec takes: on a FIFO queue the first deliverable message. With every
+    # visible message locked the receive is tried on the visible head all the same (the spec
+    # refuses it, no edge) so that a receive which ignores the lock is caught.
+    deliverable = s.deliverable() or s.visible
     if deliverable:
         head = s.get(deliverable[0])
         assert head is not None

@@ -12,6 +12,7 @@ from dataclasses import replace
 import pytest
 
 from spec import (
+    REGISTRY,
     Config,
     Delivery,
     Receipt,
@@ -33,6 +34,7 @@ from spec import (
     step_violations,
     violations,
 )
+from spec.explore import Bounds, explore
 from spec.invariants import fifo_visible_step
 from spec.transitions import _deliver, change_visibility
 
@@ -340,3 +342,143 @@ def test_standard_queues_keep_no_fifo_fields() -> None:
     m = s.get("a")
     assert ok is True and m is not None and (m.group, m.sent, m.dedup_id) == (None, 0, None)
     assert s.dedup == () and violations(s) == []
+
+
+# -- the explorer on FIFO bounds (the twin of tla/QueueFifo.tla) -------------------------------
+
+#: tla/QueueFifo.cfg's constants.
+QUEUE_FIFO = Bounds(
+    ids=("a", "b", "c"),
+    capacity=3,
+    max_receives=2,
+    extend_timeouts=(0,),
+    batch=2,
+    fifo=True,
+    groups=(("a", "b"), ("c",)),
+    dedup=(("a", "c"),),
+    dedup_interval=2,
+)
+#: tla/QueueFifoDedup.cfg's constants: b is a's retry, the clock ends within the interval.
+QUEUE_FIFO_DEDUP = Bounds(
+    ids=("a", "b"),
+    capacity=2,
+    max_receives=2,
+    extend_timeouts=(0,),
+    fifo=True,
+    groups=(("a", "b"),),
+    dedup=(("a", "b"),),
+    dedup_interval=3,
+)
+
+#: Two messages of one group, no dedup ids.
+ONE_GROUP = Bounds(ids=("a", "b"), capacity=2, fifo=True)
+
+
+def test_the_fifo_bound_sets_hold_every_invariant_with_tlcs_state_counts() -> None:
+    g = explore(QUEUE_FIFO)
+    assert (g.violations, g.states) == ([], 10867)  # docs/tla.md: QueueFifo, 10867 states
+    labels = {label for _, label, _ in g.edges}
+    assert {"Send(a)", "SendBatch(<<a,b>>)", "ReceiveBatch(2,1)", "Receive(1)"} <= labels
+    assert not any(label.startswith("Send(") and "," in label for label in labels)
+    # c is sent with a's dedup id: never both accepted within the interval of 2 ...
+    both = [s for s, now in g.nodes if s.get("a") and s.get("c")]
+    assert both and all(max(at for _, _, at in s.dedup) >= 2 for s in both)
+    g = explore(QUEUE_FIFO_DEDUP)
+    assert (g.violations, g.states) == ([], 139)  # docs/tla.md: QueueFifoDedup, 139 states
+    # ... and with the clock ending inside the interval, a producer's retry never is.
+    assert not any(s.get("a") and s.get("b") for s, _ in g.nodes)
+
+
+def _retry_to_the_tail(state: State, receipt: Receipt) -> tuple[State, bool]:
+    after, ok = retry(state, receipt)
+    if ok and receipt.id in after.visible:
+        rest = tuple(x for x in after.visible if x != receipt.id)
+        after = replace(after, visible=(*rest, receipt.id))
+    return after, ok
+
+
+def _receive_ignoring_the_lock(
+    state: State, now: float, vt: float | None
+) -> tuple[State, Delivery | None]:
+    if not state.visible:
+        return state, None
+    return _deliver(state, state.visible[0], now, vt)
+
+
+def _receive_batch_one_per_group(
+    state: State, now: float, n: int, vt: float | None
+) -> tuple[State, tuple[Delivery, ...]]:
+    firsts: dict[str | None, str] = {}
+    for id in state.deliverable():
+        m = state.get(id)
+        assert m is not None
+        firsts.setdefault(m.group, id)
+    rest = [id for id in state.deliverable() if id not in firsts.values()]
+    out = []
+    for id in [*firsts.values(), *rest][:n]:
+        state, d = _deliver(state, id, now, vt)
+        out.append(d)
+    return state, tuple(out)
+
+
+def _send_moving_the_window(
+    state: State,
+    id: str,
+    body: str,
+    delay: float | None = None,
+    now: float = 0.0,
+    group: str | None = None,
+    dedup_id: str | None = None,
+) -> tuple[State, object]:
+    after, result = send(state, id, body, delay, now, group, dedup_id)
+    if isinstance(result, str):  # the bug: the duplicate restarts the window
+        after = replace(
+            state, dedup=tuple((d, i, now if d == dedup_id else at) for d, i, at in state.dedup)
+        )
+    return after, result
+
+
+def _send_recording_a_rejection(
+    state: State,
+    id: str,
+    body: str,
+    delay: float | None = None,
+    now: float = 0.0,
+    group: str | None = None,
+    dedup_id: str | None = None,
+) -> tuple[State, object]:
+    after, result = send(state, id, body, delay, now, group, dedup_id)
+    if result is False and dedup_id is not None:  # the bug: a refused send is recorded
+        kept = tuple(r for r in state.dedup if r[0] != dedup_id)
+        after = replace(state, dedup=tuple(sorted((*kept, (dedup_id, id, now)))))
+    return after, result
+
+
+@pytest.mark.parametrize(
+    ("operation", "broken", "bounds", "invariant"),
+    [
+        ("retry", _retry_to_the_tail, ONE_GROUP, "GroupOrder"),
+        ("receive", _receive_ignoring_the_lock, ONE_GROUP, "GroupOrder"),
+        ("receive_batch", _receive_batch_one_per_group, QUEUE_FIFO, "GroupOrder"),
+        ("send", _send_moving_the_window, QUEUE_FIFO_DEDUP, "DedupWindow"),
+        (
+            "send",
+            _send_recording_a_rejection,
+            Bounds(ids=("a", "b"), capacity=1, fifo=True, dedup=(("b",),)),
+            "DedupWindow",
+        ),
+    ],
+    ids=[
+        "release-to-the-tail",
+        "receive-ignores-the-lock",
+        "batch-leaves-a-group-early",
+        "window-from-the-latest-duplicate",
+        "rejected-send-recorded",
+    ],
+)
+def test_the_explorer_names_the_invariant_an_injected_fifo_bug_breaks(
+    operation: str, broken: object, bounds: Bounds, invariant: str
+) -> None:
+    g = explore(bounds, registry=REGISTRY.replacing(operation, function=broken))
+    assert g.violations and g.trace
+    assert any(r.startswith(f"{invariant}:") for r in g.violations), g.violations
