@@ -19,6 +19,7 @@ from spec import (
     State,
     Status,
     batch_atomic,
+    cancel,
     dedup_window,
     dedup_window_step,
     delete,
@@ -26,6 +27,7 @@ from spec import (
     group_order,
     group_order_step,
     initial,
+    purge,
     receive,
     receive_batch,
     retry,
@@ -34,6 +36,7 @@ from spec import (
     step_violations,
     violations,
 )
+from spec.__main__ import main
 from spec.explore import Bounds, explore
 from spec.invariants import fifo_visible_step
 from spec.transitions import _deliver, change_visibility
@@ -482,3 +485,49 @@ def test_the_explorer_names_the_invariant_an_injected_fifo_bug_breaks(
     g = explore(bounds, registry=REGISTRY.replacing(operation, function=broken))
     assert g.violations and g.trace
     assert any(r.startswith(f"{invariant}:") for r in g.violations), g.violations
+
+
+def test_cancel_and_purge_unlock_a_group() -> None:
+    s = put(fifo(), ("a1", "g"), ("a2", "g"))
+    s, _ = take(s)
+    assert receive(s, 0.0, None)[1] is None
+    cancelled, ok = cancel(s, "a1")
+    assert ok and take(cancelled)[1].id == "a2"
+    s = put(s, ("a3", "g"))
+    purged, count = purge(s)
+    assert count == 3 and purged.visible == () and purged.locked_groups() == frozenset()
+
+
+def test_change_visibility_zero_puts_the_message_back_in_its_place() -> None:
+    s = put(fifo(), ("a1", "g"), ("b1", "h"), ("a2", "g"))
+    s, d = take(s)
+    s, ok = change_visibility(s, d.receipt, 0.0, 0.0)
+    assert ok and s.visible == ("a1", "b1", "a2")
+
+
+def test_bounds_refuse_fifo_fields_on_a_standard_queue_and_a_bad_partition() -> None:
+    with pytest.raises(ValueError, match="FIFO"):
+        Bounds(groups=(("a", "b"),))
+    with pytest.raises(ValueError, match="partition"):
+        Bounds(fifo=True, groups=(("a",),))
+    with pytest.raises(ValueError, match="one delay"):
+        Bounds(fifo=True, delays=(0, 1))
+    with pytest.raises(ValueError, match="disjoint"):
+        Bounds(fifo=True, dedup=(("a",), ("a", "b")))
+    b = Bounds(fifo=True, groups=(("a",), ("b",)), dedup=(("a", "b"),))
+    assert (b.group_of("b"), b.dedup_of("a"), Bounds(fifo=True).group_of("a")) == (
+        "b",
+        "a_b",
+        "a_b",
+    )
+    assert "fifo" not in repr(Bounds()) and "fifo=True" in repr(b)
+
+
+def test_the_command_line_explores_fifo_bounds(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["explore", "--fifo", "--extend", "0", "--max-receives", "2", "--dedup", "ab"]
+    assert main([*argv, "--groups", "ab", "--dedup-interval", "3"]) == 0
+    out = capsys.readouterr().out
+    assert "states:       139\n" in out and "GroupOrder DedupWindow" in out
+    with pytest.raises(SystemExit) as exit:
+        main(["explore", "--groups", "ab"])
+    assert exit.value.code == 2
