@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from spec import (
     REGISTRY,
@@ -531,3 +533,68 @@ def test_the_command_line_explores_fifo_bounds(capsys: pytest.CaptureFixture[str
     with pytest.raises(SystemExit) as exit:
         main(["explore", "--groups", "ab"])
     assert exit.value.code == 2
+
+
+# -- random walks longer than the explorer's bounds ---------------------------------------------
+
+_IDS = ("a", "b", "c", "d", "e", "f")
+_STEP = st.one_of(
+    st.tuples(
+        st.just("send"),
+        st.sampled_from(_IDS),
+        st.sampled_from(("g", "h")),
+        st.sampled_from((None, "x", "y")),
+    ),
+    st.tuples(st.just("send_batch"), st.lists(st.sampled_from(_IDS), min_size=1, max_size=3)),
+    st.tuples(st.just("receive"), st.sampled_from((1.0, 3.0, None))),
+    st.tuples(st.just("receive_batch"), st.integers(1, 4)),
+    st.tuples(st.just("retry"), st.sampled_from(_IDS)),
+    st.tuples(st.just("delete"), st.sampled_from(_IDS)),
+    st.tuples(st.just("cancel"), st.sampled_from(_IDS)),
+    st.tuples(st.just("advance"), st.sampled_from((0.5, 1.0, 2.0))),
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(_STEP, max_size=25), st.sampled_from((None, 3)), st.sampled_from((None, 2)))
+def test_random_fifo_walks_keep_every_invariant(
+    steps: list[tuple[object, ...]], capacity: int | None, max_receives: int | None
+) -> None:
+    s = fifo(capacity=capacity, max_receives=max_receives, dedup_interval=2.0)
+    now = 0.0
+    for step in steps:
+        before = s
+        result: object = None
+        match step:
+            case ("send", str(id), str(group), dedup):
+                assert dedup is None or isinstance(dedup, str)
+                s, result = send(s, id, id, now=now, group=group, dedup_id=dedup)
+            case ("send_batch", list(ids)):
+                if len(set(ids)) < len(ids):
+                    continue
+                entries = tuple((i, i, None, "g" if i < "d" else "h", i) for i in ids)
+                s, result = send_batch(s, entries, now)
+                atomic = batch_atomic(
+                    before, "send_batch", {"entries": entries, "now": now}, s, result
+                )
+                assert atomic is None
+            case ("receive", vt):
+                assert vt is None or isinstance(vt, float)
+                s, result = receive(s, now, vt)
+            case ("receive_batch", int(n)):
+                s, result = receive_batch(s, now, n, 1.0)
+                args = {"now": now, "n": n, "vt": 1.0}
+                assert batch_atomic(before, "receive_batch", args, s, result) is None
+            case ("retry" | "delete" as name, str(id)):
+                m = s.get(id)
+                receipt = Receipt(s.queue, id, m.attempt if m is not None else 1)
+                s, result = (retry if name == "retry" else delete)(s, receipt)
+            case ("cancel", str(id)):
+                s, result = cancel(s, id)
+            case ("advance", float(dt)):
+                now += dt
+                s, result = expire(s, now)
+        if result is False or isinstance(result, str) or result is None:
+            assert s is before, step  # nothing done: the very same state
+        assert violations(s) == [], step
+        assert step_violations(before, s, now) == [], step
