@@ -23,7 +23,7 @@ that order is what the lockstep compares, step by step, through the observable s
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import spec
@@ -171,3 +171,23 @@ def _timers(snap: Snapshot[Any], previous: spec.State | None) -> tuple[str, ...]
     kept = [id for id in (previous.timers if previous else ()) if id in running and same_timer(id)]
     started = [id for id in running if id not in kept]
     return (*kept, *started)
+
+
+def with_fifo_fields(state: spec.State, twin: spec.State) -> spec.State:
+    """``state`` (converted from a FIFO queue's snapshot) with each message's group, send order
+    and dedup id, and the dedup records, taken from ``twin``, the spec's state of the same queue.
+
+    ``impl.Snapshot`` shows neither groups, send order nor dedup records; all three are fixed
+    when a message is accepted, and the lockstep checks that both sides accept the same ids.
+    So what the implementation *decides* (which messages, in which status and order, with which
+    attempts and deadlines) still comes from its snapshot, and the FIFO invariants
+    (``GroupOrder``, ``DedupWindow``) judge those decisions. An id the twin does not know keeps
+    no group, which ``GroupOrder`` reports.
+    """
+    messages = []
+    for m in state.messages:
+        t = twin.get(m.id)
+        messages.append(
+            m if t is None else replace(m, group=t.group, sent=t.sent, dedup_id=t.dedup_id)
+        )
+    return replace(state, messages=tuple(messages), dedup=twin.dedup)
