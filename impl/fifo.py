@@ -240,7 +240,9 @@ class FifoQueue(Queue[T]):
         applies); ``dedup_id`` is optional and must not repeat inside the batch (a
         ``ValueError`` naming the entry). The duplicates are reported as such (the earlier id)
         and the other entries are accepted together or not at all, as by
-        :meth:`impl.Queue.send_batch`. Trace step: ``("send_batch", (ids, delays, groups,
+        :meth:`impl.Queue.send_batch`; among those, an id repeated or already accepted is a
+        :class:`DuplicateIdError` (a duplicate entry's own id is not used, so it repeats
+        nothing). Trace step: ``("send_batch", (ids, delays, groups,
         dedup_ids), results, now)``, results ``True`` or the earlier id per entry.
         """
         batch = _check_batch("entries", entries)
@@ -263,11 +265,9 @@ class FifoQueue(Queue[T]):
             groups.append(check_id(f"entries[{i}].group", e.group))
             if e.id is not None:
                 id = check_id(f"entries[{i}].id", e.id)
-                if id in explicit:
-                    raise DuplicateIdError(
-                        f"entries[{i}].id {id!r} repeats entries[{explicit[id]}].id"
-                    )
-                explicit[id] = i
+                # A repeat is an error only among the entries that are not duplicates (told
+                # under the lock): a duplicate's id is not used.
+                explicit.setdefault(id, i)
                 ids[i] = id
             if e.dedup_id is not None:
                 dd = check_id(f"entries[{i}].dedup_id", e.dedup_id)
@@ -295,8 +295,15 @@ class FifoQueue(Queue[T]):
                 fresh = [i for i in range(n) if earlier[i] is None]
                 if first:
                     first = False
+                    where: dict[str, int] = {}
                     for i in fresh:
                         mine = ids[i]
+                        if mine is not None and mine in where:
+                            raise DuplicateIdError(
+                                f"entries[{i}].id {mine!r} repeats entries[{where[mine]}].id"
+                            )
+                        if mine is not None:
+                            where[mine] = i
                         if mine is not None and mine in self._accepted:
                             raise DuplicateIdError(
                                 f"entries[{i}].id {mine!r} was already accepted by this queue"

@@ -216,6 +216,18 @@ def test_send_batch_reports_duplicates_per_entry_and_takes_the_rest_whole() -> N
         assert q.send_batch([Entry("r", group="A", dedup_id="d")], block=False) == [first]
 
 
+def test_an_id_repeated_only_beside_a_duplicate_entry_is_no_repeat() -> None:
+    with make() as q:
+        q.send("B", group="g", id="b", dedup_id="x")
+        entries = [Entry("A", group="g", id="a"), Entry("A", group="g", id="a", dedup_id="x")]
+        assert q.send_batch(entries) == ["a", "b"]
+        with pytest.raises(
+            impl.DuplicateIdError, match=r"entries\[1\].id 'c' repeats entries\[0\]"
+        ):
+            q.send_batch([Entry("C", group="g", id="c"), Entry("C", group="g", id="c")])
+        assert visible(q) == ["b", "a"]
+
+
 def test_send_batch_argument_errors_name_the_entry() -> None:
     with make() as q:
         with pytest.raises(ValueError, match=r"entries\[1\].dedup_id .* repeats entries\[0\]"):
