@@ -349,3 +349,16 @@ def test_messages_carry_their_group_and_standard_messages_none() -> None:
         std.send("y", id="b")
         s = std.receive(block=False)
         assert type(s) is impl.Message and s.group is None
+
+
+@pytest.mark.timeout(60)
+def test_a_batch_receiver_waiting_on_a_locked_group_is_woken_by_the_delete(spawn: Spawn) -> None:
+    clock = ProbeClock()
+    with make(clock=clock) as q:
+        for id in ("a1", "a2", "a3"):
+            q.send(id, group="A", id=id)
+        m = q.receive(block=False)
+        receiver = spawn(lambda: q.receive_batch(10))
+        assert clock.wait_for_sleepers(q.not_empty, 1), "the receiver never blocked"
+        assert q.delete(m.receipt)
+        assert [x.id for x in receiver.result()] == ["a2", "a3"]
