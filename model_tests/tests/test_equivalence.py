@@ -3,11 +3,13 @@
 For each set of bounds, TLC dumps the complete state graph of ``tla/QueueGraph.tla`` (``Queue``
 with a ``lastAction`` label) and :func:`spec.explore.explore` builds the explorer's graph from
 ``spec/transitions.py``; :func:`tla.graph.differences` compares them under the mapping that
-``tla/graph.py`` documents. A failure prints the first differing states or edges.
+``tla/graph.py`` documents (FIFO bound sets: ``tla/QueueFifoGraph.tla`` against the explorer's
+FIFO queue). A failure prints the first differing states or edges.
 
 The last tests make sure the comparison can fail: a graph with an edge missing, relabelled or
 a node too many, an explorer whose ``retry`` lets the message jump back to the head of the
-FIFO, and one whose ``purge`` misses delayed messages, are all reported.
+FIFO, one whose ``purge`` misses delayed messages, and one whose FIFO ``retry`` sends the
+message to the tail instead of its place in its group, are all reported.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import pytest
 from spec.explore import Bounds, Graph, explore
 from spec.operations import REGISTRY
 from spec.state import Receipt, State, Status
-from spec.transitions import purge, release
+from spec.transitions import purge, release, retry
 from tla.graph import TlcGraph, differences, tlc_graph
 
 pytestmark = pytest.mark.skipif(shutil.which("java") is None, reason="java is not installed")
@@ -79,6 +81,33 @@ BOUNDS = {
         max_time=2,
         batch=2,
         delays=(0, 1, 2),
+    ),
+    # Issue 15, FIFO queues (TLC runs tla/QueueFifoGraph.tla): two groups, so a receive skips
+    # a locked group, receive_batch(2) takes a group's messages before the next group's, and
+    # a retry puts a message back in its place in its group;
+    "fifo-groups-and-batches": Bounds(
+        ids=("a", "b", "c"),
+        capacity=3,
+        max_receives=None,
+        max_attempt=1,
+        visibility_timeouts=(1,),
+        max_time=0,
+        batch=2,
+        fifo=True,
+        groups=(("a", "b"), ("c",)),
+    ),
+    # ... and b a producer's retry of a (one dedup id) with a window of 1: a duplicate before
+    # the clock reaches 1, a new message after; deliveries expire (to their place) or never.
+    "fifo-dedup-and-expiry": Bounds(
+        ids=("a", "b"),
+        capacity=1,
+        max_receives=None,
+        max_attempt=2,
+        visibility_timeouts=(1, None),
+        max_time=2,
+        fifo=True,
+        dedup=(("a", "b"),),
+        dedup_interval=1,
     ),
 }
 
@@ -171,3 +200,22 @@ def test_equivalence_check_catches_a_purge_that_misses_delayed_messages() -> Non
     )
     diff = differences(graph, tlc("delays-and-dead-letters").dot)
     assert any("--Purge-->" in d and "only in the explorer" in d for d in diff), diff
+
+
+def test_equivalence_check_catches_a_fifo_retry_to_the_tail() -> None:
+    """Mutant of issue 15: on a FIFO queue a released message goes back to its place in its
+    group, not to the tail (where the standard queue puts it)."""
+
+    def retry_to_tail(state: State, receipt: Receipt) -> tuple[State, bool]:
+        after, ok = retry(state, receipt)
+        if receipt.id in after.visible:
+            rest = tuple(x for x in after.visible if x != receipt.id)
+            after = replace(after, visible=(*rest, receipt.id))
+        return after, ok
+
+    broken = REGISTRY.replacing("retry", function=retry_to_tail)
+    graph = explore(
+        BOUNDS["fifo-groups-and-batches"], stop_at_first_violation=False, registry=broken
+    )
+    diff = differences(graph, tlc("fifo-groups-and-batches").dot)
+    assert any("only in the explorer" in d for d in diff), diff
