@@ -139,6 +139,10 @@ def test_the_window_edge_one_tick_earlier_the_retry_is_a_duplicate() -> None:
         assert q.snapshot() == before
         clock.advance(0.5, wake=False)  # now - accepted_at == dedup_interval: the window is over
         assert q.send("b", group=GROUP, id="b", dedup_id=DEDUP) == "b"
+        # b's acceptance replaced a's record (TLC's state 6: [dd |-> {a, b}, at |-> 1, id |-> b]):
+        # a third send within b's window is a duplicate of b.
+        clock.advance(0.5, wake=False)
+        assert q.send("c", group=GROUP, id="c", dedup_id=DEDUP) == "b"
 
 
 # =============================================================================================
