@@ -745,20 +745,7 @@ def test_fifo_example(name: str, target: TargetName) -> None:
     assert run_scenario(scenario, target) == expected
 
 
-@pytest.mark.parametrize(
-    "target",
-    [
-        "model",
-        pytest.param(
-            "impl",
-            marks=pytest.mark.xfail(
-                reason="impl.FifoQueue.send_batch refuses an id repeated beside a duplicate "
-                "(DuplicateIdError) before it sets the duplicates aside; reported (issue 15)",
-                strict=False,
-            ),
-        ),
-    ],
-)
+@pytest.mark.parametrize("target", TARGETS)
 def test_fifo_batch_repeating_an_id_of_a_duplicate_entry(target: TargetName) -> None:
     """Contract 2b: a batch's duplicates are set aside first and the other entries are accepted
     or rejected together, so an id that only repeats a duplicate entry's id is no repeat."""

@@ -139,12 +139,6 @@ class FifoMachine(QueueMachine):
             dedup = data.draw(st.sampled_from(DEDUPS), label="dedup")
             if dedup in {d for *_, d in drawn if d is not None}:
                 dedup = None  # a dedup id repeated inside a batch is an invalid batch
-            # impl.FifoQueue refuses an id repeated beside a duplicate entry before setting
-            # the duplicates aside (reported, issue 15; test_harness keeps the case): an id
-            # is not repeated where a dedup id is involved.
-            with_dedup = {i for i, _, _, d in drawn if d is not None}
-            if id is not None and (id in with_dedup or (dedup and id in {e[0] for e in drawn})):
-                id = None
             drawn.append((id, body, group, dedup))
         before = q.snapshot()
         unchosen = tuple(
