@@ -162,6 +162,8 @@ _CHECKS: Final[Mapping[Kind, Callable[[str, object], None]]] = {
     Kind.ENTRIES: _batch("(id, body, delay)", (_text, _text, _delay)),
     Kind.RECEIPTS: _batch("(id, attempt)", (_text, _integer)),
     Kind.CHANGES: _batch("(id, attempt, timeout)", (_text, _integer, _number)),
+    Kind.GROUP: _text,
+    Kind.DEDUP: lambda name, value: None if value is None else _text(name, value),
 }
 
 
@@ -172,9 +174,13 @@ def validate_operation(op: Operation, registry: Registry = REGISTRY) -> None:
     if op.name not in registry:
         raise ValueError(f"op.name must be one of {sorted(registry.names)}, got {op.name!r}")
     declared = registry[op.name]
-    if not isinstance(op.args, tuple) or len(full_args(op, registry)) != len(declared.args):
+    # A FIFO send also gives its options (group, dedup id) after the declared arguments.
+    n = len(declared.args)
+    given = len(full_args(op, registry)) if isinstance(op.args, tuple) else -1
+    if not n <= given <= n + len(declared.options):
         raise TypeError(f"op.args of {op.name} must be a tuple {declared.signature()}: {op.args!r}")
-    for arg, value in zip(declared.args, full_args(op, registry), strict=True):
+    arguments = (*declared.args, *declared.options[: given - n])
+    for arg, value in zip(arguments, full_args(op, registry), strict=True):
         _CHECKS[arg.kind](f"{op.name} {arg.name}", value)
 
 
@@ -207,6 +213,10 @@ def result_matches(op: Operation, model_result: object, registry: Registry = REG
     """Whether the recorded ``op.result`` is what the spec gave; ``None`` recorded for an
     operation whose impl returns nothing (``expire``: ``Queue.sweep``) accepts anything."""
     if op.result is None and op.name in registry and not registry[op.name].observed:
+        return True
+    if op.name == "send" and op.result is True and model_result == op.args[0]:
+        # A FIFO send returns an id either way: a duplicate of a message with the same id
+        # (the only duplicate that returns the id asked for) is recorded as an acceptance.
         return True
     return type(op.result) is type(model_result) and op.result == model_result
 
@@ -606,6 +616,13 @@ class QueueAdapter:
     visibility_timeout=...)`` returns the deliveries (``queue.Empty``: none, ``()``).
     ``delete_batch(receipts)`` and ``change_visibility_batch(changes)`` (``(receipt, timeout)``
     pairs) return lists of bools, recorded as tuples; ``purge()`` returns a count.
+
+    FIFO queues (issue 15): ``FifoQueue.send(body, *, group, id=..., dedup_id=...)`` is
+    ``send(id, body, None, group, dedup_id)`` (the registry's options after its arguments; check
+    with ``Config(fifo=True)``). It returns an id either way: another id than the one asked for
+    is a duplicate (recorded as that earlier id, the model's result); the id asked for, or a
+    generated one, is recorded as ``True``, which :func:`result_matches` also accepts for a
+    duplicate of a message with that very id.
     """
 
     visibility_timeout: float | None = 30.0
@@ -624,6 +641,16 @@ class QueueAdapter:
     def _args(self, name: str, c: Call) -> tuple[object, ...]:
         a = c.args
         if name == "send":
+            if "group" in c.kwargs:  # FifoQueue.send(body, *, group, id=..., dedup_id=...)
+                id = c.kwargs.get("id")
+                chosen = c.value if isinstance(c.value, str) else None
+                return (
+                    id if id is not None else chosen,
+                    a[0],
+                    None,
+                    c.kwargs["group"],
+                    c.kwargs.get("dedup_id"),
+                )
             # Without a delay= keyword, the delay is left out: the queue's (see full_args).
             delay = (c.kwargs["delay"],) if "delay" in c.kwargs else ()
             if "id" in c.kwargs:  # Queue.send(body, *, id=...)
@@ -675,6 +702,11 @@ class QueueAdapter:
         v = c.value
         op = self.registry[name]
         if name == "send":
+            if "group" in c.kwargs and isinstance(v, str):
+                # FifoQueue.send returns the earlier id for a duplicate: another id than the
+                # one asked for is a duplicate (see result_matches for the same id).
+                asked = c.kwargs.get("id")
+                return True if asked is None or v == asked else v
             return v is True or isinstance(v, str)
         if name == "send_batch":
             return v is True or isinstance(v, list)

@@ -806,3 +806,109 @@ def test_linearizability_adapter_maps_the_batch_calls_of_impl_queue() -> None:
     ]
     v = check(rec.history(), Config(capacity=4))
     assert isinstance(v, Linearizable), format_history(rec.history(), v)
+
+
+# ---------------------------------------------------------------------------------------------
+# FIFO queues (issue 15): FifoQueue.send(group=, dedup_id=) is the registry's send with its
+# options (group, dedup id) after the declared arguments.
+# ---------------------------------------------------------------------------------------------
+
+FIFO = Config(fifo=True, dedup_interval=300.0)
+
+
+def test_not_linearizable_two_overlapping_sends_of_one_dedup_id_both_accepted() -> None:
+    """DedupWindow: whichever order, the second send of dedup id x is a duplicate."""
+    both = [
+        E("p", 1, 3, "send", "a", "A", None, "g", "x", result=True),
+        E("q", 2, 4, "send", "b", "B", None, "g", "x", result=True),
+    ]
+    assert isinstance(check(both, FIFO), NotLinearizable)
+    one = [both[0], E("q", 2, 4, "send", "b", "B", None, "g", "x", result="a")]
+    v = check(one, FIFO)
+    assert isinstance(v, Linearizable), format_history(one, v)
+
+
+def test_not_linearizable_a_receive_from_a_locked_group() -> None:
+    """GroupOrder: while a is in flight its group is locked, so b (same group) is not
+    deliverable; c (another group) is."""
+    sends = [
+        E("p", 1, 2, "send", "a", "A", None, "g", None, result=True),
+        E("p", 3, 4, "send", "b", "B", None, "g", None, result=True),
+        E("p", 5, 6, "send", "c", "C", None, "h", None, result=True),
+        E("p", 7, 8, "receive", None, result=("a", "A", 1)),
+    ]
+    locked = [*sends, E("q", 9, 10, "receive", None, result=("b", "B", 1))]
+    assert isinstance(check(locked, FIFO), NotLinearizable)
+    other = [*sends, E("q", 9, 10, "receive", None, result=("c", "C", 1))]
+    assert isinstance(check(other, FIFO), Linearizable)
+
+
+def test_linearizability_adapter_maps_fifo_queue_sends() -> None:
+    """Calls on a real impl.FifoQueue, recorded and adapted: a send's group and dedup id
+    follow its (queue-default) delay; a duplicate's result is the earlier id."""
+    from impl import FifoQueue
+
+    rec = HistoryRecorder(QueueAdapter(visibility_timeout=5.0))
+    with FifoQueue[str](visibility_timeout=5.0, clock=FakeClock()) as q:
+        rec.call("t", "send", q.send, "A", group="g", id="a", dedup_id="x")
+        rec.call("t", "send", q.send, "B", group="g", id="b", dedup_id="x")
+        c = rec.call("t", "send", q.send, "C", group="h")
+        rec.call("t", "receive", q.receive)
+        rec.call("t", "receive", q.receive)
+    assert [e.op for e in rec.history()] == [
+        Operation("send", ("a", "A", None, "g", "x"), True),
+        Operation("send", ("b", "B", None, "g", "x"), "a"),
+        Operation("send", (c, "C", None, "h", None), True),
+        Operation("receive", (5.0,), ("a", "A", 1)),
+        Operation("receive", (5.0,), (c, "C", 1)),
+    ]
+    v = check(rec.history(), FIFO)
+    assert isinstance(v, Linearizable), format_history(rec.history(), v)
+
+
+def test_linearizable_fifo_history_recorded_from_threads() -> None:
+    """Producers retrying sends with dedup ids and consumers on a real impl.FifoQueue, from
+    threads: the recorded history is linearizable with the spec's FIFO queue."""
+    from impl import FifoQueue
+
+    rec = HistoryRecorder(QueueAdapter(visibility_timeout=None))
+    errors: list[BaseException] = []
+    with FifoQueue[str](visibility_timeout=None, clock=FakeClock()) as q:
+        gate = threading.Barrier(3, timeout=10)
+
+        def produce(name: str) -> None:
+            try:
+                gate.wait()
+                for j in range(4):
+                    # Both producers send every message twice (a retry): same dedup id.
+                    for _ in range(2):
+                        rec.call(name, "send", q.send, name, group=f"g{j % 2}", dedup_id=f"m{j}")
+            except BaseException as exc:
+                errors.append(exc)
+
+        def consume() -> None:
+            try:
+                gate.wait()
+                for _ in range(6):
+                    try:
+                        m = rec.call("c", "receive", q.receive, block=False)
+                    except ImplEmpty:
+                        continue
+                    rec.call("c", "delete", q.delete, m.receipt)
+            except BaseException as exc:
+                errors.append(exc)
+
+        threads = [threading.Thread(target=produce, args=(p,)) for p in ("p", "q")]
+        threads.append(threading.Thread(target=consume))
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(10)
+            assert not t.is_alive()
+    assert not errors, errors
+    h = rec.history()
+    # A generated id comes back either way (a duplicate returns the earlier one), so the
+    # sends name 4 distinct messages, one per dedup id.
+    assert len({e.op.args[0] for e in h if e.op.name == "send"}) == 4
+    v = check(h, FIFO)
+    assert isinstance(v, Linearizable), format_history(h, v)
