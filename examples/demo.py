@@ -19,6 +19,14 @@ With ``--idempotent`` the consumers share a set of processed ids and apply a mes
 only if its id is not in it (an idempotent consumer keyed by message id): the duplicate is then
 detected and skipped, and the summary says "processed twice: 0 (1 duplicate skipped)".
 
+With ``--fifo`` it shows a FIFO queue (:class:`impl.FifoQueue`, contract section 2b) instead,
+scripted on a fake clock (the clock column shows its seconds): each customer's orders are one
+message group, delivered in order while the group is locked by an in-flight message; a producer
+that retries a send (its acknowledgement lost) within the five-minute deduplication interval
+creates no second message, but a retry after it does; and a consumer slower than its visibility
+timeout still processes a message twice, as on a standard queue: "exactly-once processing"
+deduplicates sends, not deliveries.
+
 ``time.sleep`` appears here only to *simulate work* (the slow consumer's processing and the
 workers' short jobs); every phase is coordinated with events, and the slow consumer finishes only
 after its message has been redelivered and deleted by another consumer, so the race is shown
@@ -38,8 +46,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TextIO
 
-from impl.clock import MonotonicClock
-from impl.errors import Full, ShutDown
+from impl.clock import FakeClock, MonotonicClock
+from impl.errors import Empty, Full, ShutDown
+from impl.fifo import FifoQueue
 from impl.message import Message
 from impl.queue import Queue
 
@@ -519,6 +528,131 @@ def run(config: DemoConfig, timeline: Timeline) -> Summary:
     return Demo(config, timeline).run()
 
 
+# -- the FIFO demo (--fifo) -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FifoSummary:
+    """What ``--fifo`` showed."""
+
+    #: Every delivery as (id, attempt), in order.
+    deliveries: tuple[tuple[str, int], ...]
+    #: A receive that found visible messages, all in locked groups: how many were visible.
+    locked_out: int
+    #: The retry within the interval: the id it returned, and the messages before and after.
+    retry_returned: str
+    messages_before_retry: int
+    messages_after_retry: int
+    #: The retry after the interval: the new message's id.
+    late_retry_id: str
+    #: The slow consumer's message, and its late delete's result.
+    slow_id: str
+    slow_delete_result: bool
+    processed_twice: tuple[str, ...]
+
+    def lines(self) -> list[str]:
+        order = ", ".join(f"{i}#{a}" for i, a in self.deliveries)
+        return [
+            f"deliveries, in order: {order}",
+            f"a receive with {self.locked_out} visible but every group locked: nothing delivered",
+            f"producer retry within 5 minutes: returned {self.retry_returned}, messages "
+            f"{self.messages_before_retry} -> {self.messages_after_retry} (deduplicated)",
+            f"producer retry after 5 minutes: a second message, {self.late_retry_id}",
+            f"slow consumer: {self.slow_id} redelivered while it worked, its late delete "
+            f"returned {self.slow_delete_result}",
+            f"processed twice: {len(self.processed_twice)} ({', '.join(self.processed_twice)})",
+        ]
+
+
+def run_fifo(timeline: Timeline) -> FifoSummary:
+    """The FIFO script, on a :class:`FakeClock` (so the five-minute interval takes no time);
+    the queue is closed on return."""
+    clock = FakeClock()
+    deliveries: list[tuple[str, int]] = []
+    applied: Counter[str] = Counter()
+
+    def say(text: str, kind: str = "") -> None:
+        timeline.log(f"[clock {clock.now():5.0f}s] {text}", kind)
+
+    def advance(dt: float) -> None:
+        clock.advance(dt)
+        q.sweep()  # what the sweeper thread does at this time; explicit, so the run is fixed
+        say(f"{dt:.0f} s pass")
+
+    def receive(who: str) -> Message[str] | None:
+        try:
+            m = q.receive(block=False)
+        except Empty:
+            say(f"{who}: receive -> nothing deliverable ({q.stats().visible} visible)", "warn")
+            return None
+        deliveries.append((m.id, m.attempt))
+        redelivered = " (redelivered)" if m.attempt > 1 else ""
+        say(f"{who}: receive -> {m.id} attempt {m.attempt}{redelivered}", "warn" * (m.attempt > 1))
+        return m
+
+    def process(who: str, m: Message[str]) -> bool:
+        applied[m.id] += 1
+        twice = applied[m.id] > 1
+        say(
+            f"{who}: processes {m.id}{' AGAIN: its effect is applied twice' * twice}", "bad" * twice
+        )
+        ok = q.delete(m.receipt)
+        say(f"{who}: delete {m.id} attempt {m.attempt} -> {ok}", "" if ok else "bad")
+        return ok
+
+    with FifoQueue[str](visibility_timeout=30.0, dedup_interval=300.0, clock=clock) as q:
+        timeline.heading("message groups: each customer's orders in order, one at a time")
+        for order in ("alice-1", "bob-1", "alice-2", "bob-2", "alice-3"):
+            customer = order.split("-")[0]
+            q.send(order, group=customer, id=order, dedup_id=order)
+            say(f"producer: send {order} (group {customer}, dedup id {order})")
+        a1 = receive("consumer A")
+        b1 = receive("consumer B")
+        locked_out = q.stats().visible
+        receive("consumer C")
+        assert a1 is not None and b1 is not None
+        process("consumer A", a1)
+        a2 = receive("consumer C")
+        assert a2 is not None
+        process("consumer B", b1)
+        process("consumer C", a2)
+
+        timeline.heading("deduplication: a producer retries a send it thinks was lost")
+        before = len(q.snapshot().visible)
+        advance(10)
+        returned = q.send("alice-3", group="alice", id="alice-3-retry", dedup_id="alice-3")
+        after = len(q.snapshot().visible)
+        say(f"producer: retry alice-3 (same dedup id) -> {returned}: no new message", "warn")
+        advance(300)
+        late = q.send("alice-3", group="alice", id="alice-3-late", dedup_id="alice-3")
+        say(f"producer: retry alice-3 again, after the interval -> {late}: a second message", "bad")
+
+        timeline.heading("a slow consumer: FIFO does not stop a redelivery")
+        slow = receive("slow consumer")
+        assert slow is not None
+        say(f"slow consumer: works on {slow.id} for 45 s (visibility timeout 30 s)")
+        advance(45)
+        again = receive("consumer B")
+        assert again is not None and again.id == slow.id
+        process("consumer B", again)
+        slow_result = process("slow consumer", slow)
+        for _ in q.snapshot().visible:  # the rest, in order
+            got = receive("consumer A")
+            if got is not None:
+                process("consumer A", got)
+        return FifoSummary(
+            deliveries=tuple(deliveries),
+            locked_out=locked_out,
+            retry_returned=returned,
+            messages_before_retry=before,
+            messages_after_retry=after,
+            late_retry_id=late,
+            slow_id=slow.id,
+            slow_delete_result=slow_result,
+            processed_twice=tuple(i for i, n in applied.items() if n > 1),
+        )
+
+
 def main(
     argv: Sequence[str] | None = None,
     out: TextIO | None = None,
@@ -542,6 +676,12 @@ def main(
         default=None,
         help="colour the timeline (default: when stdout is a terminal and NO_COLOR is unset)",
     )
+    parser.add_argument(
+        "--fifo",
+        action="store_true",
+        help="show a FIFO queue: group order, a deduplicated producer retry, and the "
+        "slow-consumer duplicate it does not prevent (on a fake clock)",
+    )
     parser.add_argument("--quiet", action="store_true", help="print only the summary")
     parser.add_argument("--seed", type=int, default=0, help="seed of the simulated work times")
     parser.add_argument(
@@ -560,7 +700,7 @@ def main(
         parser.error(str(e))
     colour = use_colour(args.color, stream, dict(os.environ) if environ is None else environ)
     timeline = Timeline(stream, colour=colour, quiet=args.quiet)
-    summary = run(config, timeline)
+    summary: Summary | FifoSummary = run_fifo(timeline) if args.fifo else run(config, timeline)
     if not args.quiet:
         timeline.heading("")
     timeline.heading("summary")

@@ -137,3 +137,37 @@ def test_python_dash_m_examples_demo_runs_in_a_few_seconds() -> None:
     assert "dead-lettered: 1 (poison after 3 receives)" in summary
     seconds = float(re.search(r"time: ([\d.]+) s", summary).group(1))  # type: ignore[union-attr]
     assert seconds < 10
+
+
+def test_fifo_demo_shows_group_order_dedup_and_the_slow_consumer_duplicate() -> None:
+    """``--fifo`` (issue 15), scripted on a fake clock: every fact holds on every run."""
+    from examples.demo import run_fifo
+
+    timeline = Timeline(io.StringIO(), colour=False, quiet=False)
+    s = run_fifo(timeline)
+    # Group order: each customer's orders in send order; a locked group is skipped.
+    alice = [i for i, _ in s.deliveries if i.startswith("alice")]
+    assert alice == ["alice-1", "alice-2", "alice-3", "alice-3-late"]
+    assert [i for i, _ in s.deliveries[:3]] == ["alice-1", "bob-1", "alice-2"]
+    assert s.locked_out == 3
+    # A retry within the interval is deduplicated: the earlier id, no new message.
+    assert (s.retry_returned, s.messages_before_retry, s.messages_after_retry) == ("alice-3", 2, 2)
+    # After the interval the same dedup id makes a second message.
+    assert s.late_retry_id == "alice-3-late"
+    # The slow consumer's message is redelivered, processed twice; its late delete fails.
+    assert (s.slow_id, s.slow_delete_result, s.processed_twice) == ("bob-2", False, ("bob-2",))
+    assert ("bob-2", 2) in s.deliveries
+
+
+def test_python_dash_m_examples_demo_fifo() -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "examples.demo", "--fifo", "--quiet"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=60,
+        check=False,
+    )
+    assert (proc.returncode, proc.stderr) == (0, "")
+    assert "messages 2 -> 2 (deduplicated)" in proc.stdout
+    assert "processed twice: 1 (bob-2)" in proc.stdout
