@@ -2,9 +2,9 @@
 
 Reads scenarios from standard input, one JSON object per line, and writes one JSON array per
 line to standard output: the outputs of that scenario's operations, in order. ``--target model``
-runs the pure-function spec, ``--target impl`` runs ``impl.Queue`` on an ``impl.FakeClock``;
-both share the parser (:mod:`model_tests.scenario_format`) and the op dispatch
-(:mod:`model_tests.targets`).
+runs the pure-function spec, ``--target impl`` runs ``impl.Queue`` (``impl.FifoQueue`` for a
+``"fifo": true`` scenario) on an ``impl.FakeClock``; both share the parser
+(:mod:`model_tests.scenario_format`) and the op dispatch (:mod:`model_tests.targets`).
 
 Lines are handled one at a time: each line is parsed whole before any of its ops runs, and its
 output line is written and flushed before the next line is read. The first line that is not a
@@ -57,7 +57,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--target",
         required=True,
         choices=get_args(TargetName),
-        help="model: the pure-function spec; impl: impl.Queue on a FakeClock",
+        help="model: the pure-function spec; impl: impl.Queue (or FifoQueue) on a FakeClock",
     )
     args = parser.parse_args(argv)
     return run_lines(sys.stdin, sys.stdout, sys.stderr, args.target)
