@@ -20,6 +20,18 @@ linearization order). A step is ``(action, args, result, now)``:
   ``("expire", (), id, now)``                                one per timer a sweep fired (a
                                                              delay or a deadline)
 
+``impl.FifoQueue`` records the same steps, but its sends carry the group and dedup id:
+
+  ``("send", (id, delay, group, dedup_id), result, now)``    result: True, or the earlier id
+                                                             for a duplicate (id may be None)
+  ``("send_batch", (ids, delays, groups, dedup_ids), results, now)``  results: one per entry,
+                                                             True or the earlier id (ids holds
+                                                             the earlier id for a duplicate)
+
+and they become the events of ``tla/TraceQueueFifo.tla`` (pass ``fifo=Fifo(dedup_interval)``
+to :func:`check_trace` / :func:`check_events`): a duplicate's own id is not always recorded, so
+it gets a made-up one (``dup<k>``, ``dup<k>_<i>``), never accepted, in its group and dedup set.
+
 :func:`to_events` turns them into the events of ``tla/TraceQueue.tla`` (one kind per operation
 of the registry that ``impl.Queue`` records, :func:`event_ops`): times become integers
 counted from the clock's start (so advance a ``FakeClock`` by whole numbers), the timers one
@@ -59,6 +71,17 @@ Event = dict[str, object]
 
 #: The modules a check needs next to the generated one.
 _MODULES = ("Queue.tla", "TraceQueue.tla")
+_FIFO_MODULES = ("Queue.tla", "QueueFifo.tla", "TraceQueueFifo.tla")
+
+
+@dataclass(frozen=True)
+class Fifo:
+    """The trace is an ``impl.FifoQueue``'s: check it against ``tla/QueueFifo.tla``."""
+
+    #: The queue's ``dedup_interval``, in whole clock units.
+    dedup_interval: int
+
+
 _STEP = re.compile(r"^/\\ step = (\d+)$")
 
 
@@ -102,7 +125,27 @@ def _send(where: str, step: Step, t: int, start: float) -> Event:
     # Only accepted sends are recorded, so the event has no result.
     args = step[1]
     delay = _delay(args[1], where) if len(args) > 1 else 0
+    if len(args) == 4:
+        return _fifo_send(where, step, delay, t)
     return {"op": "send", "id": str(args[0]), "delay": delay, "now": t}
+
+
+def _fifo_send(where: str, step: Step, delay: int, t: int) -> Event:
+    # A FIFO send: also its group and dedup id, and whether it was a duplicate (no step).
+    _, (id, _, group, dedup), result, _ = step
+    dup = result is not True
+    if id is None and not dup:
+        raise TraceError(f"{where}: an accepted send without an id")
+    return {
+        "op": "send",
+        "id": None if id is None else str(id),
+        "delay": delay,
+        "group": str(group),
+        "dedup": None if dedup is None else str(dedup),
+        "dup": dup,
+        "earlier": str(result) if dup else None,
+        "now": t,
+    }
 
 
 def _pairs(x: object, where: str, what: str, size: int) -> list[tuple[object, ...]]:
@@ -115,6 +158,8 @@ def _pairs(x: object, where: str, what: str, size: int) -> list[tuple[object, ..
 
 def _send_batch(where: str, step: Step, t: int, start: float) -> Event:
     _, args, result, _ = step
+    if len(args) == 4:
+        return _fifo_send_batch(where, step, t)
     if len(args) != 2:
         raise TraceError(f"{where}: expected (ids, delays), got {args!r}")
     ids, delays = args
@@ -124,6 +169,46 @@ def _send_batch(where: str, step: Step, t: int, start: float) -> Event:
         raise TraceError(f"{where}: {len(ids)} ids but {len(delays)} delays")
     entries = tuple((str(i), _delay(d, where)) for i, d in zip(ids, delays, strict=True))
     return {"op": "send_batch", "entries": entries, "ok": bool(result), "now": t}
+
+
+def _fifo_send_batch(where: str, step: Step, t: int) -> Event:
+    _, args, result, _ = step
+    ids, delays, groups, dedups = (a if isinstance(a, tuple | list) else () for a in args)
+    n = len(ids)
+    if not (len(delays) == len(groups) == len(dedups) == n) or not isinstance(result, tuple | list):
+        raise TraceError(f"{where}: expected (ids, delays, groups, dedup_ids), got {args!r}")
+    if len(result) != n:
+        raise TraceError(f"{where}: expected one result per entry, got {result!r}")
+    dups = tuple(r is not True for r in result)
+    return {
+        "op": "send_batch",
+        # A duplicate's id is the earlier one: it is named later (see _name_duplicates).
+        "entries": tuple(
+            (None if d else str(i), _delay(x, where))
+            for i, x, d in zip(ids, delays, dups, strict=True)
+        ),
+        "groups": tuple(str(g) for g in groups),
+        "dedups": tuple(None if d is None else str(d) for d in dedups),
+        "dups": dups,
+        "earliers": tuple(str(r) if d else None for r, d in zip(result, dups, strict=True)),
+        "ok": True,
+        "now": t,
+    }
+
+
+def _name_duplicates(events: list[Event]) -> None:
+    """Give each FIFO duplicate without an id of its own a made-up, never-accepted one."""
+    for k, e in enumerate(events):
+        if e["op"] == "send" and e.get("dup") and e["id"] is None:
+            e["id"] = f"dup{k}"
+        elif e["op"] == "send_batch" and "dups" in e:
+            entries = _seq(e["entries"])
+            dups = e["dups"]
+            assert isinstance(dups, tuple)
+            e["entries"] = tuple(
+                (f"dup{k}_{j}" if dup else i, d)
+                for j, ((i, d), dup) in enumerate(zip(entries, dups, strict=True))
+            )
 
 
 def _receive(where: str, step: Step, t: int, start: float) -> Event:
@@ -254,6 +339,7 @@ def to_events(
             last["fired"] = (*_fired(last), *_fired(e))
             continue
         events.append(e)
+    _name_duplicates(events)
     for k in range(1, len(events)):
         if _now(events[k]) < _now(events[k - 1]):
             raise TraceError(f"event {k} goes back in time: {events[k - 1]} then {events[k]}")
@@ -296,13 +382,15 @@ def _record(e: Event) -> str:
     return "[" + ", ".join(f"{k} |-> {tla_value(v)}" for k, v in e.items()) + "]"
 
 
-def render_module(events: Sequence[Event], name: str = "TraceRun") -> str:
-    """A module that EXTENDS TraceQueue and defines ``RecordedTrace``, the events in order."""
+def render_module(events: Sequence[Event], name: str = "TraceRun", *, fifo: bool = False) -> str:
+    """A module that EXTENDS TraceQueue (TraceQueueFifo if ``fifo``) and defines
+    ``RecordedTrace``, the events in order."""
     body = ",\n".join(f"    {_record(e)}" for e in events)
+    base = "TraceQueueFifo" if fifo else "TraceQueue"
     return (
         f"{'-' * 30} MODULE {name} {'-' * 30}\n"
         f"\\* Generated by tla/trace.py: {len(events)} events recorded from impl.Queue.\n"
-        "EXTENDS TraceQueue\n\n"
+        f"EXTENDS {base}\n\n"
         "RecordedTrace == <<\n"
         f"{body}\n"
         ">>\n"
@@ -346,8 +434,44 @@ def _seq(x: object) -> list[tuple[object, object]]:
     return out
 
 
-def render_config(events: Sequence[Event], capacity: int | None, max_receives: int | None) -> str:
-    """The TLC config: Queue's constants fitted to the trace, and the inverted invariant."""
+def _fifo_constants(events: Sequence[Event], fifo: Fifo) -> str:
+    """QueueFifo's extra constants: the groups and dedup sets the trace's sends name."""
+    groups: dict[str, set[str]] = {}
+    dedups: dict[str, set[str]] = {}
+    for e in events:
+        if e["op"] == "send":
+            sends = [(e["id"], e["group"], e["dedup"])]
+        elif e["op"] == "send_batch":
+            assert isinstance(e["groups"], tuple) and isinstance(e["dedups"], tuple)
+            sends = [
+                (i, g, d)
+                for (i, _), g, d in zip(_seq(e["entries"]), e["groups"], e["dedups"], strict=True)
+            ]
+        else:
+            continue
+        for i, g, d in sends:
+            groups.setdefault(str(g), set()).add(str(i))
+            if d is not None:
+                dedups.setdefault(str(d), set()).add(str(i))
+
+    def sets(m: dict[str, set[str]]) -> str:
+        return "{" + ", ".join(_set(ids) for _, ids in sorted(m.items())) + "}"
+
+    return (
+        f"    Groups = {sets(groups)}\n"
+        f"    DedupSets = {sets(dedups)}\n"
+        f"    DedupInterval = {fifo.dedup_interval}\n"
+    )
+
+
+def render_config(
+    events: Sequence[Event],
+    capacity: int | None,
+    max_receives: int | None,
+    fifo: Fifo | None = None,
+) -> str:
+    """The TLC config: Queue's (QueueFifo's) constants fitted to the trace, and the inverted
+    invariant."""
     ids: set[str] = set().union(*(_receipt_ids(e) for e in events))
     attempts = [int(str(e["attempt"])) for e in events if e["op"] == "receive"]
     attempts += [
@@ -358,8 +482,10 @@ def render_config(events: Sequence[Event], capacity: int | None, max_receives: i
     extends |= {
         t for e in events if e["op"] == "change_visibility_batch" for _, t in _seq(e["changes"])
     }
-    delays = {0} | {e["delay"] for e in events if e["op"] == "send"}
+    delays = {e["delay"] for e in events if e["op"] == "send"}
     delays |= {d for e in events if e["op"] == "send_batch" for _, d in _seq(e["entries"])}
+    if fifo is None or not delays:  # a FIFO queue has one delay: its own
+        delays |= {0}
     sizes = [len(_seq(e[k])) for e in events for k in ("entries", "receipts", "changes") if k in e]
     sizes += [int(str(e["n"])) for e in events if e["op"] == "receive_batch"]
     max_attempt = max([1, *attempts])
@@ -377,6 +503,7 @@ def render_config(events: Sequence[Event], capacity: int | None, max_receives: i
         f"    MaxTime = {max_time}\n"
         f"    Delays = {_set(delays)}\n"
         f"    MaxBatch = {min(10, max([1, *sizes]))}\n"
+        f"{'' if fifo is None else _fifo_constants(events, fifo)}"
         "    None = None\n"
         "    Trace <- RecordedTrace\n"
         "INIT TraceInit\n"
@@ -423,18 +550,20 @@ def check_events(
     capacity: int | None,
     max_receives: int | None,
     timeout: float = 120.0,
+    fifo: Fifo | None = None,
 ) -> Verdict:
     """Run TLC on ``events`` with Queue's ``capacity`` and ``max_receives``; the verdict.
+    With ``fifo``: against ``tla/QueueFifo.tla``, through ``tla/TraceQueueFifo.tla``.
 
     Raises :class:`TraceCheckError` if TLC fails instead of answering (a setup problem, a
     malformed event), and ``tla.tlc.SetupError`` if Java or the TLA+ tools are missing.
     """
     with tempfile.TemporaryDirectory(prefix="trace-") as tmp:
         d = Path(tmp)
-        for name in _MODULES:
+        for name in _MODULES if fifo is None else _FIFO_MODULES:
             shutil.copy(TLA_DIR / name, d / name)
-        (d / "TraceRun.tla").write_text(render_module(events))
-        (d / "TraceRun.cfg").write_text(render_config(events, capacity, max_receives))
+        (d / "TraceRun.tla").write_text(render_module(events, fifo=fifo is not None))
+        (d / "TraceRun.cfg").write_text(render_config(events, capacity, max_receives, fifo))
         result = run_tlc(d / "TraceRun.tla", d / "TraceRun.cfg", timeout=timeout)
     frozen = tuple(events)
     if result.outcome == "violation" and result.detail == "Invariant TraceIncomplete":
@@ -453,10 +582,14 @@ def check_trace(
     max_receives: int | None,
     start: float = 0.0,
     timeout: float = 120.0,
+    fifo: Fifo | None = None,
 ) -> Verdict:
     """Is the trace recorded from an ``impl.Queue`` a behaviour of ``tla/Queue.tla``?
 
     ``capacity`` and ``max_receives`` are the queue's; ``start`` is its clock's start time.
+    With ``fifo``: is the trace of an ``impl.FifoQueue`` a behaviour of ``tla/QueueFifo.tla``?
     """
     events = to_events(steps, start)
-    return check_events(events, capacity=capacity, max_receives=max_receives, timeout=timeout)
+    return check_events(
+        events, capacity=capacity, max_receives=max_receives, timeout=timeout, fifo=fifo
+    )

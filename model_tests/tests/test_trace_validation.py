@@ -19,9 +19,9 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from impl import Entry, FakeClock, Full, Queue, ShutDown, TraceStep
+from impl import Entry, FakeClock, FifoQueue, Full, Queue, ShutDown, TraceStep
 from model_tests.support import BOUND
-from tla.trace import Event, TraceError, check_events, check_trace, to_events
+from tla.trace import Event, Fifo, TraceError, check_events, check_trace, to_events
 
 needs_java = pytest.mark.skipif(shutil.which("java") is None, reason="java is not installed")
 
@@ -348,6 +348,69 @@ def test_trace_of_a_late_delete_on_either_side_of_the_sweep_is_accepted() -> Non
     assert [e["op"] for e in events[-3:]] == ["delete", "expire", "delete"]
     verdict = check_events(events, capacity=2, max_receives=None)
     assert verdict.accepted, verdict.explain()
+
+
+# -- FIFO queues (tla/TraceQueueFifo.tla over tla/QueueFifo.tla) ------------------------------
+
+
+def _fifo_run() -> list[TraceStep]:
+    """One thread on a FIFO queue: two groups, a receive that skips a locked group, a retry that
+    puts a message back in its place in its group, a duplicate send (a producer's retry within
+    the dedup interval), a send_batch with a duplicate entry, and deletes."""
+    clock = FakeClock()
+    steps: list[TraceStep] = []
+    with FifoQueue[str](visibility_timeout=2.0, dedup_interval=5.0, clock=clock) as q:
+        q.record_trace(steps.append)
+        q.send("a1", id="a1", group="g1", dedup_id="d1")
+        q.send("a2", id="a2", group="g1")
+        q.send("b1", id="b1", group="g2")
+        a1 = q.receive()  # g1 is locked while a1 is in flight
+        b1 = q.receive()  # skips g1's a2: g2's b1
+        assert (a1.id, b1.id) == ("a1", "b1")
+        assert q.retry(a1.receipt)  # a1 back before a2, not at the tail
+        assert q.send("again", id="a1r", group="g1", dedup_id="d1") == "a1"  # a duplicate
+        clock.advance(1.0)
+        batch = [Entry("b2", id="b2", group="g2"), Entry("x", id="a1x", group="g1", dedup_id="d1")]
+        assert q.send_batch(batch) == ["b2", "a1"]
+        a1b = q.receive()
+        assert (a1b.id, a1b.attempt) == ("a1", 2)
+        assert q.delete(a1b.receipt) and q.delete(b1.receipt)
+        assert [m.id for m in q.receive_batch(3)] == ["a2", "b2"]
+    return steps
+
+
+@needs_java
+def test_trace_of_a_fifo_run_is_accepted() -> None:
+    steps = _fifo_run()
+    events = to_events(steps)
+    dups = [e for e in events if e["op"] == "send" and e["dup"]]
+    assert [(e["id"], e["earlier"]) for e in dups] == [("a1r", "a1")]
+    batch = next(e for e in events if e["op"] == "send_batch")
+    assert batch["entries"] == (("b2", 0), (f"dup{events.index(batch)}_1", 0))
+    verdict = check_events(events, capacity=None, max_receives=None, fifo=Fifo(5))
+    assert verdict.accepted, verdict.explain() + "\n" + verdict.result.trace()
+    assert check_trace(steps, capacity=None, max_receives=None, fifo=Fifo(5)).accepted
+
+
+@needs_java
+def test_trace_of_a_fifo_run_doctored_to_receive_from_a_locked_group_is_rejected() -> None:
+    events = to_events(_fifo_run())
+    k = next(k for k, e in enumerate(events) if e["op"] == "receive" and e["id"] == "b1")
+    # While a1 is in flight, the second receive takes g1's a2 instead of skipping g1.
+    doctored = [*events[:k], {**events[k], "id": "a2"}, *events[k + 1 :]]
+    verdict = check_events(doctored, capacity=None, max_receives=None, fifo=Fifo(5))
+    assert not verdict.accepted
+    assert verdict.matched == k, verdict.explain()
+
+
+@needs_java
+def test_trace_of_a_fifo_run_doctored_so_a_duplicate_is_accepted_is_rejected() -> None:
+    events = to_events(_fifo_run())
+    k = next(k for k, e in enumerate(events) if e["op"] == "send" and e["dup"])
+    doctored = [*events[:k], {**events[k], "dup": False, "earlier": None}]
+    verdict = check_events(doctored, capacity=None, max_receives=None, fifo=Fifo(5))
+    assert not verdict.accepted
+    assert verdict.matched == k, verdict.explain()
 
 
 # -- turning steps into events ------------------------------------------------------------------
