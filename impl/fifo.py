@@ -29,11 +29,12 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Literal
 
 from impl.clock import Clock
 from impl.errors import DuplicateIdError, Empty, Full, ShutDown
-from impl.message import Entry, FifoMessage, Message
+from impl.message import Entry, FifoMessage, Message, Snapshot, SnapshotMessage
 from impl.queue import (
     _BATCH_SENDERS,
     _QUEUE_DEFAULT,
@@ -66,6 +67,18 @@ class FifoRecord(Record[T]):
         super().__init__(id, body)
         self.group = group
         self.sent = sent
+
+    # The snapshot's ``sent`` counts the messages accepted before this one (the spec's
+    # ``Msg.sent``), one less than this record's 1-based number.
+    def snapshot(self) -> SnapshotMessage[T]:
+        return SnapshotMessage(
+            self.id, self.body, self.attempt, self.deadline, None, self.group, self.sent - 1
+        )
+
+    def delayed_snapshot(self) -> SnapshotMessage[T]:
+        return SnapshotMessage(
+            self.id, self.body, self.attempt, None, self.visible_at, self.group, self.sent - 1
+        )
 
 
 class FifoQueue(Queue[T]):
@@ -452,6 +465,16 @@ class FifoQueue(Queue[T]):
                 FifoMessage(r.id, r.body, r.attempt, r.receipt, r.group)  # type: ignore[attr-defined]
                 for r in self._dead
             ]
+
+    def snapshot(self) -> Snapshot[T]:
+        """As :meth:`impl.Queue.snapshot`, with each message's ``group`` and ``sent`` and the
+        queue's dedup records (``Snapshot.dedup``), all in one atomic step."""
+        if self._sink_thread is not None:
+            self._refuse_reentry("snapshot")
+        with self.mutex:
+            snap = super().snapshot()
+            records = sorted((k, id, at) for k, (id, at) in self._dedup.items())
+            return replace(snap, dedup=tuple(records))
 
     def _with_group(self, m: Message[T]) -> Message[T]:
         rec = self._in_flight[m.id]

@@ -108,13 +108,20 @@ class Stats:
 @dataclass(frozen=True, slots=True)
 class SnapshotMessage(Generic[T]):
     """A message inside a :class:`Snapshot`; ``deadline`` is ``None`` unless in flight with one,
-    ``visible_at`` is ``None`` unless delayed."""
+    ``visible_at`` is ``None`` unless delayed.
+
+    FIFO queues only (else the defaults): ``group`` is the message's group and ``sent`` its
+    place in the queue's send order, how many messages the queue accepted before it (as the
+    spec's ``Msg.sent``).
+    """
 
     id: str
     body: T
     attempt: int
     deadline: float | None
     visible_at: float | None = None
+    group: str | None = None
+    sent: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,7 +132,11 @@ class Snapshot(Generic[T]):
     ``in_flight`` in the order of their current delivery (receive order);
     ``dead``      in the order they died;
     ``done`` and ``cancelled`` as sets of ids (their bodies are no longer kept);
-    ``delayed``   in the order they were sent, each with its ``visible_at``.
+    ``delayed``   in the order they were sent, each with its ``visible_at``;
+    ``dedup``     FIFO queues only: the deduplication records ``(dedup_id, id, accepted_at)``
+                  the queue keeps, one per dedup id (that of its latest acceptance), sorted by
+                  dedup id, as the spec's ``State.dedup``; records whose window has passed may
+                  have been dropped. ``()`` on standard queues.
     """
 
     visible: tuple[SnapshotMessage[T], ...]
@@ -134,6 +145,7 @@ class Snapshot(Generic[T]):
     done: frozenset[str]
     cancelled: frozenset[str]
     delayed: tuple[SnapshotMessage[T], ...] = ()
+    dedup: tuple[tuple[str, str, float], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -33,13 +33,25 @@ from impl import Snapshot, SnapshotMessage, Stats
 @dataclass(frozen=True, slots=True)
 class Item:
     """One message as both layers show it; ``deadline`` is ``None`` unless in flight with one,
-    ``visible_at`` unless delayed."""
+    ``visible_at`` unless delayed; ``group`` and ``sent`` (send order) are a FIFO queue's, the
+    defaults on a standard queue."""
 
     id: str
     body: object
     attempt: int
     deadline: float | None = None
     visible_at: float | None = None
+    group: str | None = None
+    sent: int = 0
+
+    def __repr__(self) -> str:
+        # A standard queue's items read as before FIFO queues existed (failure messages, and
+        # the patterns that match them, stay the same).
+        fifo = f", group={self.group!r}, sent={self.sent!r}" if self.group is not None else ""
+        return (
+            f"Item(id={self.id!r}, body={self.body!r}, attempt={self.attempt!r}, "
+            f"deadline={self.deadline!r}, visible_at={self.visible_at!r}{fifo})"
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,7 +59,9 @@ class Observed:
     """The observable state of one queue.
 
     ``visible`` head first; ``in_flight`` in receive order; ``dead`` in order of death;
-    ``done`` and ``cancelled`` as id sets; ``delayed`` in send order.
+    ``done`` and ``cancelled`` as id sets; ``delayed`` in send order; ``dedup`` a FIFO
+    queue's dedup records ``(dedup_id, id, accepted_at)`` sorted by dedup id (the impl drops
+    records whose window has passed only once it holds more than 64, which no test reaches).
     """
 
     visible: tuple[Item, ...]
@@ -56,6 +70,7 @@ class Observed:
     done: frozenset[str]
     cancelled: frozenset[str]
     delayed: tuple[Item, ...] = ()
+    dedup: tuple[tuple[str, str, float], ...] = ()
 
     def counts(self) -> tuple[int, int, int, int, int, int]:
         """(visible, in_flight, done, cancelled, dead, delayed), the order of ``impl.Stats``'
@@ -83,7 +98,7 @@ def from_state(s: spec.State) -> Observed:
         for id in ids:
             m = s.get(id)
             assert m is not None, f"{id!r} listed but not recorded"
-            out.append(Item(m.id, m.body, m.attempt, m.deadline, m.visible_at))
+            out.append(Item(m.id, m.body, m.attempt, m.deadline, m.visible_at, m.group, m.sent))
         return tuple(out)
 
     return Observed(
@@ -93,11 +108,14 @@ def from_state(s: spec.State) -> Observed:
         done=frozenset(m.id for m in s.messages if m.status is spec.Status.DONE),
         cancelled=frozenset(m.id for m in s.messages if m.status is spec.Status.CANCELLED),
         delayed=items(s.delayed),
+        dedup=s.dedup,
     )
 
 
 def _items(ms: Iterable[SnapshotMessage[Any]]) -> tuple[Item, ...]:
-    return tuple(Item(m.id, m.body, m.attempt, m.deadline, m.visible_at) for m in ms)
+    return tuple(
+        Item(m.id, m.body, m.attempt, m.deadline, m.visible_at, m.group, m.sent) for m in ms
+    )
 
 
 def from_snapshot(snap: Snapshot[Any]) -> Observed:
@@ -109,6 +127,7 @@ def from_snapshot(snap: Snapshot[Any]) -> Observed:
         done=snap.done,
         cancelled=snap.cancelled,
         delayed=_items(snap.delayed),
+        dedup=snap.dedup,
     )
 
 
@@ -128,7 +147,18 @@ def to_state(
         ids = []
         for m in ms:
             # Kept as the snapshot says even when not in flight, so OneState can object.
-            msgs.append(spec.Msg(m.id, m.body, status, m.attempt, m.deadline, m.visible_at))
+            msgs.append(
+                spec.Msg(
+                    m.id,
+                    m.body,
+                    status,
+                    m.attempt,
+                    m.deadline,
+                    m.visible_at,
+                    group=m.group,
+                    sent=m.sent,
+                )
+            )
             ids.append(m.id)
         return tuple(ids)
 
@@ -151,6 +181,7 @@ def to_state(
         queue=queue,
         delayed=delayed,
         timers=timers,
+        dedup=snap.dedup,
     )
 
 
@@ -174,20 +205,24 @@ def _timers(snap: Snapshot[Any], previous: spec.State | None) -> tuple[str, ...]
 
 
 def with_fifo_fields(state: spec.State, twin: spec.State) -> spec.State:
-    """``state`` (converted from a FIFO queue's snapshot) with each message's group, send order
-    and dedup id, and the dedup records, taken from ``twin``, the spec's state of the same queue.
+    """``state`` (converted from a FIFO queue's snapshot) with what that snapshot does not
+    show taken from ``twin``, the spec's state of the same queue: each message's dedup id, and
+    the group and send order of done and cancelled messages (the snapshot keeps only their ids).
 
-    ``impl.Snapshot`` shows neither groups, send order nor dedup records; all three are fixed
-    when a message is accepted, and the lockstep checks that both sides accept the same ids.
-    So what the implementation *decides* (which messages, in which status and order, with which
-    attempts and deadlines) still comes from its snapshot, and the FIFO invariants
-    (``GroupOrder``, ``DedupWindow``) judge those decisions. An id the twin does not know keeps
-    no group, which ``GroupOrder`` reports.
+    The groups and send order of the messages still kept, and the dedup records, are the
+    implementation's own (``impl.Snapshot``); the lockstep's whole-state comparison
+    (``projection.Observed``) checks them against the spec's. Dedup ids and done messages'
+    groups are fixed when a message is accepted, and the lockstep checks that both sides accept
+    the same ids. An id the twin does not know keeps what the snapshot showed.
     """
+    gone = (spec.Status.DONE, spec.Status.CANCELLED)
     messages = []
     for m in state.messages:
         t = twin.get(m.id)
-        messages.append(
-            m if t is None else replace(m, group=t.group, sent=t.sent, dedup_id=t.dedup_id)
-        )
-    return replace(state, messages=tuple(messages), dedup=twin.dedup)
+        if t is None:
+            messages.append(m)
+        elif m.status in gone:
+            messages.append(replace(m, group=t.group, sent=t.sent, dedup_id=t.dedup_id))
+        else:
+            messages.append(replace(m, dedup_id=t.dedup_id))
+    return replace(state, messages=tuple(messages))

@@ -362,3 +362,29 @@ def test_a_batch_receiver_waiting_on_a_locked_group_is_woken_by_the_delete(spawn
         assert clock.wait_for_sleepers(q.not_empty, 1), "the receiver never blocked"
         assert q.delete(m.receipt)
         assert [x.id for x in receiver.result()] == ["a2", "a3"]
+
+
+def test_snapshot_shows_groups_send_order_and_dedup_records() -> None:
+    clock = FakeClock()
+    q = make(clock=clock, dedup_interval=10.0)
+    q.send("x", group="g", id="a", dedup_id="d1")
+    clock.advance(1.0)
+    q.send_batch([Entry("y", id="b", group="h"), Entry("z", id="c", group="g", dedup_id="d0")])
+    assert q.send("dup", group="h", dedup_id="d1") == "a"  # a duplicate records nothing
+    m = q.receive(block=False)
+    snap = q.snapshot()
+    assert [(s.id, s.group, s.sent) for s in snap.in_flight] == [("a", "g", 0)]
+    assert [(s.id, s.group, s.sent) for s in snap.visible] == [("b", "h", 1), ("c", "g", 2)]
+    t0 = clock.now() - 1.0
+    assert snap.dedup == (("d0", "c", t0 + 1.0), ("d1", "a", t0))
+    assert q.delete(m.receipt)
+    # A standard queue's snapshot keeps the defaults.
+    std = impl.Queue[str](clock=FakeClock())
+    std.send("x", id="a")
+    assert std.snapshot() == impl.Snapshot(
+        visible=(impl.SnapshotMessage("a", "x", 0, None),),
+        in_flight=(),
+        dead=(),
+        done=frozenset(),
+        cancelled=frozenset(),
+    )

@@ -12,9 +12,11 @@ queues, where the whole-state comparison after every step checks the group lock,
 each group and the place a released message goes back to.
 
 ``GroupOrder`` and ``DedupWindow`` are checked by name on the implementation's states, as the
-base machine checks the others. ``impl.Snapshot`` shows no groups, send order or dedup records,
-so :func:`model_tests.projection.with_fifo_fields` takes those (fixed at acceptance) from the
-spec's twin; everything the implementation decides comes from its snapshot.
+base machine checks the others, on the implementation's own groups, send order and dedup
+records (``impl.Snapshot``), which the whole-state comparison (``projection.Observed``) also
+checks against the spec's. Only what the snapshot does not show, each message's dedup id and
+the groups of done and cancelled messages, :func:`model_tests.projection.with_fifo_fields`
+takes from the spec's twin (all fixed at acceptance).
 """
 
 from __future__ import annotations
