@@ -151,6 +151,24 @@ def _delay(name: str, value: object) -> None:
     _number(name, value, optional=True)
 
 
+def _dedup(name: str, value: object) -> None:
+    if value is not None:
+        _text(name, value)
+
+
+_STANDARD_ENTRIES: Final = _batch("(id, body, delay)", (_text, _text, _delay))
+_FIFO_ENTRIES: Final = _batch(
+    "(id, body, delay, group, dedup_id)", (_text, _text, _delay, _text, _dedup)
+)
+
+
+def _entries(name: str, value: object) -> None:
+    """A ``send_batch``'s entries: ``(id, body, delay)``, or on a FIFO queue (all of them)
+    ``(id, body, delay, group, dedup_id)``."""
+    fifo = isinstance(value, tuple) and any(isinstance(e, tuple) and len(e) == 5 for e in value)
+    (_FIFO_ENTRIES if fifo else _STANDARD_ENTRIES)(name, value)
+
+
 _CHECKS: Final[Mapping[Kind, Callable[[str, object], None]]] = {
     Kind.ID: _text,
     Kind.BODY: _text,
@@ -159,7 +177,7 @@ _CHECKS: Final[Mapping[Kind, Callable[[str, object], None]]] = {
     Kind.OPTIONAL_TIME: lambda name, value: _number(name, value, optional=True),
     Kind.DELAY: _delay,
     Kind.COUNT: _count,
-    Kind.ENTRIES: _batch("(id, body, delay)", (_text, _text, _delay)),
+    Kind.ENTRIES: _entries,
     Kind.RECEIPTS: _batch("(id, attempt)", (_text, _integer)),
     Kind.CHANGES: _batch("(id, attempt, timeout)", (_text, _integer, _number)),
     Kind.GROUP: _text,
@@ -218,6 +236,22 @@ def result_matches(op: Operation, model_result: object, registry: Registry = REG
         # A FIFO send returns an id either way: a duplicate of a message with the same id
         # (the only duplicate that returns the id asked for) is recorded as an acceptance.
         return True
+    if op.name == "send_batch" and isinstance(op.result, tuple):
+        # A FIFO batch, entry by entry as a FIFO send (above).
+        entries = op.args[0] if op.args else ()
+        return (
+            isinstance(model_result, tuple)
+            and isinstance(entries, tuple)
+            and len(op.result) == len(model_result) == len(entries)
+            and all(
+                (type(r) is type(m) and r == m) or (r is True and m == e[0])
+                for r, m, e in zip(op.result, model_result, entries, strict=True)
+            )
+        )
+    if op.name == "send_batch" and op.result is False and isinstance(model_result, tuple):
+        # A FIFO batch that raised (Full, DuplicateIdError) tells no entry's result: it
+        # matches a rejection, whichever entries the spec judged duplicates.
+        return False in model_result and all(m is False or isinstance(m, str) for m in model_result)
     return type(op.result) is type(model_result) and op.result == model_result
 
 
@@ -669,6 +703,8 @@ class QueueAdapter:
             entries = a[0] if a else c.kwargs["entries"]
             assert isinstance(entries, Iterable)
             ids = c.value if isinstance(c.value, list) else None
+            if _fifo_entries(entries):  # FifoQueue.send_batch: Entry(group=, dedup_id=)
+                return (tuple(_fifo_entry(k, e, ids) for k, e in enumerate(entries)),)
             return (tuple(_entry(k, e, ids) for k, e in enumerate(entries)),)
         op = self.registry[name]
         if op.takes_receipt:  # a receipt, or (id, attempt), then the other arguments
@@ -709,6 +745,16 @@ class QueueAdapter:
                 return True if asked is None or v == asked else v
             return v is True or isinstance(v, str)
         if name == "send_batch":
+            entries = c.args[0] if c.args else c.kwargs["entries"]
+            assert isinstance(entries, Iterable)
+            if _fifo_entries(entries) and isinstance(v, list):
+                # As a FIFO send, entry by entry: another id than the one asked for is a
+                # duplicate (the earlier id), the id asked for or a generated one ``True``.
+                asked = [getattr(e, "id", None) for e in entries]
+                return tuple(
+                    True if want is None or got == want else got
+                    for want, got in zip(asked, v, strict=True)
+                )
             return v is True or isinstance(v, list)
         if op.result is Result.DELIVERIES:
             assert isinstance(v, Iterable)
@@ -729,6 +775,19 @@ def _delivered(v: object) -> tuple[object, object, object]:
     if body is None:
         body = getattr(v, "payload", None)
     return (getattr(v, "id", None), body, getattr(v, "attempt", None))
+
+
+def _fifo_entries(entries: Iterable[object]) -> bool:
+    """Whether a ``send_batch``'s entries are a FIFO queue's: ``impl.Entry``-like values with a
+    ``group`` (a standard queue refuses a group, so one entry with it tells)."""
+    return any(getattr(e, "group", None) is not None for e in entries)
+
+
+def _fifo_entry(k: int, e: object, ids: list[object] | None) -> tuple[object, ...]:
+    """Entry ``k`` of a FIFO ``send_batch`` as ``(id, body, None, group, dedup_id)``, the
+    spec's FIFO batch entry (no delay of its own: the queue's); its id as :func:`_entry`."""
+    id, body, _ = _entry(k, e, ids)
+    return (id, body, None, getattr(e, "group", None), getattr(e, "dedup_id", None))
 
 
 def _entry(k: int, e: object, ids: list[object] | None) -> tuple[object, object, object]:

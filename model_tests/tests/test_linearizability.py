@@ -866,6 +866,49 @@ def test_linearizability_adapter_maps_fifo_queue_sends() -> None:
     assert isinstance(v, Linearizable), format_history(rec.history(), v)
 
 
+def test_linearizability_adapter_maps_fifo_queue_send_batches() -> None:
+    """Calls on a real impl.FifoQueue: a send_batch's entries carry their group and dedup id
+    after the (queue-default) delay, a duplicate entry's result is the earlier id, and a
+    rejected batch is ``False``; the history checks, and a wrong result does not."""
+    from impl import FifoQueue
+
+    rec = HistoryRecorder(QueueAdapter(visibility_timeout=5.0))
+    with FifoQueue[str](capacity=3, visibility_timeout=5.0, clock=FakeClock()) as q:
+        rec.call("t", "send", q.send, "A", group="g", id="a", dedup_id="x")
+        batch = [
+            ImplEntry("B", id="b", group="g", dedup_id="x"),  # a duplicate of "a"
+            ImplEntry("C", id="c", group="h", dedup_id="y"),
+            ImplEntry("D", group="g"),  # a generated id
+        ]
+        ids = rec.call("t", "send_batch", q.send_batch, batch)
+        assert isinstance(ids, list)
+        full = [ImplEntry("E", id="e", group="h"), ImplEntry("F", id="f", group="h")]
+        with pytest.raises(ImplFull):
+            rec.call("t", "send_batch", q.send_batch, full, block=False)
+        rec.call("t", "receive", q.receive)
+    d = ids[2]
+    assert [e.op for e in rec.history()] == [
+        Operation("send", ("a", "A", None, "g", "x"), True),
+        Operation(
+            "send_batch",
+            ((("b", "B", None, "g", "x"), ("c", "C", None, "h", "y"), (d, "D", None, "g", None)),),
+            ("a", True, True),
+        ),
+        Operation(
+            "send_batch", ((("e", "E", None, "h", None), ("f", "F", None, "h", None)),), False
+        ),
+        Operation("receive", (5.0,), ("a", "A", 1)),
+    ]
+    config = replace(FIFO, capacity=3)
+    v = check(rec.history(), config)
+    assert isinstance(v, Linearizable), format_history(rec.history(), v)
+    wrong = [
+        replace(e, op=replace(e.op, result=(True, True, True))) if i == 1 else e
+        for i, e in enumerate(rec.history())
+    ]
+    assert isinstance(check(wrong, config), NotLinearizable)
+
+
 def test_linearizable_fifo_history_recorded_from_threads() -> None:
     """Producers retrying sends with dedup ids and consumers on a real impl.FifoQueue, from
     threads: the recorded history is linearizable with the spec's FIFO queue."""
