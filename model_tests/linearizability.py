@@ -656,7 +656,10 @@ class QueueAdapter:
     with ``Config(fifo=True)``). It returns an id either way: another id than the one asked for
     is a duplicate (recorded as that earlier id, the model's result); the id asked for, or a
     generated one, is recorded as ``True``, which :func:`result_matches` also accepts for a
-    duplicate of a message with that very id.
+    duplicate of a message with that very id. ``FifoQueue.send_batch`` (entries with a
+    ``group``) is ``send_batch`` with ``(id, body, None, group, dedup_id)`` entries and a
+    result per entry read the same way; a batch that raised ``Full``/``DuplicateIdError`` is
+    ``False``, which matches any spec rejection (whichever entries it found duplicates).
     """
 
     visibility_timeout: float | None = 30.0
