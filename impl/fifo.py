@@ -22,7 +22,7 @@ of ``impl.Queue`` ("Hooks for subclasses"):
 check before the id and room checks); ``receive`` and ``receive_batch`` wait until a message is
 *deliverable* (visible, in an unlocked group) and then run ``impl.Queue``'s, re-entering its
 ``RLock``. The trace steps of a FIFO send carry the group and dedup id as extra arguments (see
-:meth:`FifoQueue.send`); ``tla/trace.py`` does not validate FIFO traces yet.
+:meth:`FifoQueue.send`); ``tla.trace.check_trace(..., fifo=Fifo(dedup_interval))`` validates them.
 """
 
 from __future__ import annotations
