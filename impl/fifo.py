@@ -36,7 +36,6 @@ from impl.clock import Clock
 from impl.errors import DuplicateIdError, Empty, Full, ShutDown
 from impl.message import Entry, FifoMessage, Message, Snapshot, SnapshotMessage
 from impl.queue import (
-    _BATCH_SENDERS,
     _QUEUE_DEFAULT,
     MAX_BATCH,
     Queue,
@@ -188,35 +187,28 @@ class FifoQueue(Queue[T]):
             if d:
                 check_later("delay", self._clock.now(), d)
             endtime = None if wait is None else check_later("timeout", self._clock.now(), wait)
+            settled: list[str] = []
+            named = () if id is None else (("id", id),)
+
+            def need() -> int:
+                # Accepted by another sender while this one waited: now a duplicate.
+                if dedup_id is not None:
+                    now = self._clock.now()
+                    earlier = self._duplicate(dedup_id, now)
+                    if earlier is not None:
+                        if self._has_room():
+                            self._notify(self.not_full)  # pass on a notify we may have taken
+                        if self._trace is not None:
+                            self._record("send", (id, self._delay, group, dedup_id), earlier, now)
+                        settled.append(earlier)
+                        return 0
+                return self._unclaimed("send", named, 1)
+
             try:
                 if id is not None and id in self._accepted:
                     raise DuplicateIdError(f"id {id!r} was already accepted by this queue")
-                while True:
-                    if self._shutdown:
-                        raise ShutDown("send on a queue that has been shut down")
-                    if dedup_id is not None:
-                        # Accepted by another sender while this one waited: now a duplicate.
-                        now = self._clock.now()
-                        earlier = self._duplicate(dedup_id, now)
-                        if earlier is not None:
-                            if self._has_room():
-                                self._notify(self.not_full)  # pass on a notify we may have taken
-                            if self._trace is not None:
-                                self._record(
-                                    "send", (id, self._delay, group, dedup_id), earlier, now
-                                )
-                            return earlier
-                    if id is not None and id in self._accepted:
-                        if self._has_room():
-                            self._notify(self.not_full)
-                        raise DuplicateIdError(f"id {id!r} was accepted while this send waited")
-                    if self._has_room():
-                        break
-                    if not block:
-                        raise Full("the queue is at capacity")
-                    if endtime is not None and self._clock.now() >= endtime:
-                        raise Full(f"no room within {wait} seconds")
-                    self._wait(self.not_full, endtime)
+                if not self._wait_for_room("send", need, block, endtime, wait):
+                    return settled[0]
             except (Full, DuplicateIdError, ShutDown):
                 if dedup_id is not None:
                     self._rejected(dedup_id, id, self._clock.now())
@@ -299,56 +291,46 @@ class FifoQueue(Queue[T]):
             if d:
                 check_later("delay", self._clock.now(), d)
             endtime = None if wait is None else check_later("timeout", self._clock.now(), wait)
-            first = True
-            while True:
+            earlier: list[str | None] = [None] * n
+
+            def classify() -> list[int]:
                 # Which entries are duplicates (checked before ids and room, and again after
-                # each wait: another sender may have accepted a dedup id meanwhile).
+                # each wait: another sender may have accepted a dedup id meanwhile); the others.
                 now = self._clock.now() if seen else 0.0
-                earlier = [None if dd is None else self._duplicate(dd, now) for dd in dedups]
-                fresh = [i for i in range(n) if earlier[i] is None]
-                if first:
-                    first = False
-                    where: dict[str, int] = {}
-                    for i in fresh:
-                        mine = ids[i]
-                        if mine is not None and mine in where:
-                            raise DuplicateIdError(
-                                f"entries[{i}].id {mine!r} repeats entries[{where[mine]}].id"
-                            )
-                        if mine is not None:
-                            where[mine] = i
-                        if mine is not None and mine in self._accepted:
-                            raise DuplicateIdError(
-                                f"entries[{i}].id {mine!r} was already accepted by this queue"
-                            )
-                    if self._capacity is not None and len(fresh) > self._capacity:
-                        raise ValueError(
-                            f"entries: a batch of {len(fresh)} new messages can never fit a "
-                            f"queue of capacity {self._capacity}"
-                        )
-                if not fresh:
-                    break
-                if self._shutdown:
-                    raise ShutDown("send_batch on a queue that has been shut down")
-                taken = [i for i in fresh if ids[i] is not None and ids[i] in self._accepted]
-                if taken:
-                    if self._has_room():
-                        self._notify(self.not_full)
+                earlier[:] = [None if dd is None else self._duplicate(dd, now) for dd in dedups]
+                return [i for i in range(n) if earlier[i] is None]
+
+            fresh = classify()
+            where: dict[str, int] = {}
+            for i in fresh:
+                mine = ids[i]
+                if mine is not None and mine in where:
                     raise DuplicateIdError(
-                        f"entries[{taken[0]}].id {ids[taken[0]]!r} was accepted while this "
-                        "send_batch waited"
+                        f"entries[{i}].id {mine!r} repeats entries[{where[mine]}].id"
                     )
-                if self._accepts(len(fresh)):
-                    break
-                if not block:
-                    raise Full(f"the queue has no room for {len(fresh)} more messages")
-                if endtime is not None and self._clock.now() >= endtime:
-                    raise Full(f"no room for {len(fresh)} messages within {wait} seconds")
-                self._waiting[_BATCH_SENDERS] += 1
-                try:
-                    self._wait(self.not_full, endtime)
-                finally:
-                    self._waiting[_BATCH_SENDERS] -= 1
+                if mine is not None:
+                    where[mine] = i
+                if mine is not None and mine in self._accepted:
+                    raise DuplicateIdError(
+                        f"entries[{i}].id {mine!r} was already accepted by this queue"
+                    )
+            if self._capacity is not None and len(fresh) > self._capacity:
+                raise ValueError(
+                    f"entries: a batch of {len(fresh)} new messages can never fit a "
+                    f"queue of capacity {self._capacity}"
+                )
+            rounds = 0
+
+            def need() -> int:
+                nonlocal fresh, rounds
+                rounds += 1
+                if rounds > 1:  # the first round's classification is the one just made
+                    fresh = classify()
+                named = [(f"entries[{i}].id", mine) for i in fresh if (mine := ids[i]) is not None]
+                return self._unclaimed("send_batch", named, len(fresh))
+
+            if fresh:  # a batch of duplicates only needs no room, and waits for nothing
+                self._wait_for_room("send_batch", need, block, endtime, wait)
             # prepare: everything that may raise
             new_ids = iter(self._fresh_ids([ids[i] for i in fresh], explicit))
             final: list[str] = []

@@ -321,6 +321,9 @@ class Queue(Generic[T]):
     - ``_expire_one(rec, now)``: expiry's step for one due delivery: release it, notify.
     - ``_fire_delay(rec)``: a due delay's step: the message joins the visible tail, notify.
     - ``_next_deadline()``: the due time the sweeper sleeps until next (of either kind).
+    - ``_wait_for_room(op, need, block, endtime, wait)``: the wait of every send and
+      send_batch (of every queue type), until the shutdown check, ``need()`` and the room test
+      let it go ahead; :meth:`_unclaimed` is the id check ``need`` usually makes.
     - ``_has_room()``: ``CapacityBound``'s test, for send.
     - ``_accepts(n)``: ``CapacityBound``'s test for a send_batch of ``n``: how many of its
       entries may be accepted now (all or none).
@@ -461,22 +464,11 @@ class Queue(Generic[T]):
             if d:
                 check_later("delay", self._clock.now(), d)  # an argument error: before waiting
             endtime = None if wait is None else check_later("timeout", self._clock.now(), wait)
-            while True:
-                if self._shutdown:
-                    raise ShutDown("send on a queue that has been shut down")
-                if id is not None and id in self._accepted:
-                    # Taken while we waited. A notify meant for a sender may have woken us:
-                    # pass it on, so no sender with a fresh id sleeps beside a free slot.
-                    if self._has_room():
-                        self._notify(self.not_full)
-                    raise DuplicateIdError(f"id {id!r} was accepted while this send waited")
-                if self._has_room():
-                    break
-                if not block:
-                    raise Full("the queue is at capacity")
-                if endtime is not None and self._clock.now() >= endtime:
-                    raise Full(f"no room within {wait} seconds")
-                self._wait(self.not_full, endtime)
+            if self._shutdown or not self._has_room():  # the common path never calls the hook
+                named = () if id is None else (("id", id),)
+                self._wait_for_room(
+                    "send", lambda: self._unclaimed("send", named, 1), block, endtime, wait
+                )
             if id is None:
                 id = self._fresh_id()
             if d:
@@ -578,29 +570,10 @@ class Queue(Generic[T]):
             if longest:
                 check_later("delay", self._clock.now(), longest)  # before waiting
             endtime = None if wait is None else check_later("timeout", self._clock.now(), wait)
-            while True:
-                if self._shutdown:
-                    raise ShutDown("send_batch on a queue that has been shut down")
-                taken = [i for id, i in explicit.items() if id in self._accepted]
-                if taken:
-                    if self._has_room():  # pass on a notify meant for a sender (as send does)
-                        self._notify(self.not_full)
-                    raise DuplicateIdError(
-                        f"entries[{taken[0]}].id {ids[taken[0]]!r} was accepted while this "
-                        "send_batch waited"
-                    )
-                k = self._accepts(n)
-                if k:
-                    break
-                if not block:
-                    raise Full(f"the queue has no room for {n} more messages")
-                if endtime is not None and self._clock.now() >= endtime:
-                    raise Full(f"no room for {n} messages within {wait} seconds")
-                self._waiting[_BATCH_SENDERS] += 1
-                try:
-                    self._wait(self.not_full, endtime)
-                finally:
-                    self._waiting[_BATCH_SENDERS] -= 1
+            named = [(f"entries[{i}].id", id) for id, i in explicit.items()]
+            k = self._wait_for_room(
+                "send_batch", lambda: self._unclaimed("send_batch", named, n), block, endtime, wait
+            )
             # prepare: everything that may raise
             final = self._fresh_ids(ids[:k], explicit)
             try:
@@ -1394,6 +1367,74 @@ class Queue(Generic[T]):
         while self._expiry and self._current(self._expiry[0]) is None:
             heapq.heappop(self._expiry)
         return self._expiry[0][0] if self._expiry else None
+
+    def _wait_for_room(
+        self,
+        op: Literal["send", "send_batch"],
+        need: Callable[[], int],
+        block: bool,
+        endtime: float | None,
+        wait: float | None,
+    ) -> int:
+        """Hook: wait, holding the mutex, until the send ``op`` may go ahead; return how many
+        messages it takes room for (0: none, it was settled while it waited; for a batch, what
+        ``_accepts`` granted).
+
+        Every round (the first at once, then after each wake-up on ``not_full``): raise
+        :class:`ShutDown` after shutdown; call ``need()``, which raises what ends the send (an
+        id accepted meanwhile: see :meth:`_unclaimed`) and returns how many messages still need
+        room (a FIFO send that became a duplicate needs none); return once they fit
+        (``_has_room`` for one ``send``, ``_accepts(n)`` for a batch, which is whole or
+        nothing), else raise :class:`Full` (at once without ``block``, or once ``endtime`` has
+        passed) or wait for room. Every send of every queue type waits here: ``send`` calls it
+        only when the queue is shut down or full, so the common path costs one test.
+        """
+        batch = op == "send_batch"
+        while True:
+            if self._shutdown:
+                raise ShutDown(f"{op} on a queue that has been shut down")
+            n = need()
+            if not n:
+                return 0
+            if batch:
+                k = self._accepts(n)  # how many the hook lets in: all n, or none
+                if k:
+                    return k
+            elif self._has_room():
+                return n
+            if not block:
+                raise Full(
+                    f"the queue has no room for {n} more messages"
+                    if batch
+                    else "the queue is at capacity"
+                )
+            if endtime is not None and self._clock.now() >= endtime:
+                raise Full(
+                    f"no room for {n} messages within {wait} seconds"
+                    if batch
+                    else f"no room within {wait} seconds"
+                )
+            if not batch:
+                self._wait(self.not_full, endtime)
+                continue
+            # Counted, so that _notify wakes every sender while a batch may need several slots.
+            self._waiting[_BATCH_SENDERS] += 1
+            try:
+                self._wait(self.not_full, endtime)
+            finally:
+                self._waiting[_BATCH_SENDERS] -= 1
+
+    def _unclaimed(self, op: str, named: Sequence[tuple[str, str]], n: int) -> int:
+        """``n``, unless one of the ``(label, id)`` pairs was accepted while ``op`` waited:
+        then :class:`DuplicateIdError` naming the first. A notify meant for a sender may have
+        woken this one: it is passed on first, so no sender with a fresh id sleeps beside a
+        free slot."""
+        for label, id in named:
+            if id in self._accepted:
+                if self._has_room():
+                    self._notify(self.not_full)
+                raise DuplicateIdError(f"{label} {id!r} was accepted while this {op} waited")
+        return n
 
     def _has_room(self) -> bool:
         """Whether a send may be accepted now: active (delayed + visible + in flight) <
