@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from examples import consumer, dead_letters, idempotent, redelivery
-from impl import Stats
+from examples import consumer, dead_letters, effect_once, idempotent, redelivery
+from examples.effect_once import CarelessStore, EffectStore
+from impl import FakeClock, Queue, Stats
 from model_tests.support import BOUND
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -86,6 +87,74 @@ def test_dead_letters_sets_the_poison_message_aside_after_max_receives(
     assert out[:3] == [f"poison: attempt {n} failed, given back" for n in (1, 2, 3)]
 
 
+# -- issue 18: exactly-once effects (examples/effect_once.py, tla/QueueEffects.tla) ---------------
+
+
+def test_effect_once_the_atomic_store_applies_the_effect_once_the_careless_one_twice(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # The duplicate race of main(): consumer 1 applies the effect and is slow past its
+    # visibility timeout; order-1 is redelivered to consumer 2. Both deletes are the same in
+    # both runs (the stale receipt loses): only the store decides how often the effect happens.
+    assert effect_once.main() == {"atomic": (1, [True, False]), "careless": (2, [True, False])}
+    assert capsys.readouterr().out.splitlines() == [
+        "atomic store: effect applied 1x; deletes returned [True, False]",
+        "careless store: effect applied 2x; deletes returned [True, False]",
+    ]
+
+
+SLOW_AT = ["before apply", "between apply and record", "before delete"]
+
+
+@pytest.mark.parametrize("slow_at", SLOW_AT)
+@pytest.mark.parametrize("store_class", [EffectStore, CarelessStore], ids=["atomic", "careless"])
+def test_effect_once_under_the_duplicate_race_wherever_the_first_consumer_is_slow(
+    store_class: type[EffectStore], slow_at: str
+) -> None:
+    # Two consumers; the first is slower than its visibility timeout at one of its three
+    # points (it waits on an event; the FakeClock makes it late). The message is delivered
+    # twice every time; the effect is applied once, except with the careless store when the
+    # first consumer is slow between the effect and the key (TLC's QueueEffectsCareless trace).
+    store = store_class()
+    clock = FakeClock()
+    paused, resume = threading.Event(), threading.Event()
+    first_deleted: list[bool] = []
+
+    def pause(here: str) -> None:
+        if here == slow_at:
+            paused.set()
+            assert resume.wait(BOUND)
+
+    with Queue[str](visibility_timeout=30.0, clock=clock) as q:
+        q.send("ship parcel 42", id="order-1")
+        first = q.receive(block=False)
+
+        def consumer_1() -> None:
+            pause("before apply")
+            store.apply(first.id)
+            pause("between apply and record")
+            store.record(first.id)
+            pause("before delete")
+            first_deleted.append(q.delete(first.receipt))
+
+        c1 = threading.Thread(target=consumer_1)
+        c1.start()
+        assert paused.wait(BOUND)
+        clock.advance(31.0)
+        q.sweep()
+        second = q.receive(block=False)
+        assert (second.id, second.attempt) == ("order-1", 2)  # delivered twice
+        assert effect_once.consume(q, store, second, lambda: None) is True
+        resume.set()
+        c1.join(BOUND)
+        assert not c1.is_alive()
+        assert q.stats().done == 1
+    twice = store_class is CarelessStore and slow_at == "between apply and record"
+    assert store.effects["order-1"] == (2 if twice else 1)
+    assert store.keys == {"order-1"}
+    assert first_deleted == [False]  # the slow consumer's receipt went stale at the release
+
+
 @pytest.mark.parametrize(
     ("name", "last_line"),
     [
@@ -93,6 +162,7 @@ def test_dead_letters_sets_the_poison_message_aside_after_max_receives(
         ("redelivery", "messages done: 1"),
         ("idempotent", "shipped: ['PARCEL 42']"),
         ("dead_letters", "processed: [1, 2]; dead letters: [('poison', 3)]"),
+        ("effect_once", "careless store: effect applied 2x; deletes returned [True, False]"),
     ],
 )
 def test_python_dash_m_runs_each_example(name: str, last_line: str) -> None:
