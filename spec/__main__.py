@@ -1,9 +1,15 @@
-"""Command line for the spec: ``python -m spec explore`` prints the reachable-state figures."""
+"""Command line for the spec: ``python -m spec explore`` prints the reachable-state figures.
+
+``python -m spec explore --html out.html`` writes the graph at the same bounds as one
+self-contained page to step through in a browser (:mod:`spec.html`); ``--trace FILE`` adds a
+counterexample TLC printed (``docs/diagrams/*.trace``), steppable on the page.
+"""
 
 from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from spec.explore import Bounds, explore
 
@@ -39,7 +45,23 @@ def main(argv: list[str] | None = None) -> int:
         "--dedup", nargs="+", default=[], help="FIFO ids sent with one dedup id (e.g. ac)"
     )
     ex.add_argument("--dedup-interval", type=int, default=300, help="FIFO dedup window")
+    ex.add_argument(
+        "--html",
+        type=Path,
+        metavar="FILE",
+        help="also write the graph as one self-contained page to explore in a browser",
+    )
+    ex.add_argument(
+        "--trace",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="with --html: a TLC counterexample to step through on the page (repeatable)",
+    )
     args = parser.parse_args(argv)
+    if args.trace and args.html is None:
+        parser.error("--trace needs --html")
 
     try:
         bounds = Bounds(
@@ -59,6 +81,8 @@ def main(argv: list[str] | None = None) -> int:
         )
     except ValueError as e:
         parser.error(str(e))
+    if args.html is not None and (status := _write_html(args.html, bounds, args.trace)) != 0:
+        return status
     g = explore(bounds)
     print(f"bounds:       {bounds}")
     print(f"states:       {g.states}")
@@ -76,6 +100,28 @@ def main(argv: list[str] | None = None) -> int:
         f"invariants:   OneState CapacityBound OneLiveReceipt AttemptsCount {order} "
         "IdsReserved DelayHonoured BatchAtomic hold in every state and step"
     )
+    return 0
+
+
+def _write_html(path: Path, bounds: Bounds, traces: list[Path]) -> int:
+    """Write the page; 2 (and a message naming the file) if a trace cannot be read."""
+    from spec.html import Counterexample, GraphSpec, load_trace, page
+
+    cexs: list[Counterexample] = []
+    for n, trace in enumerate(traces):
+        key = "".join(c if c.isalnum() else "_" for c in trace.stem.lower())
+        key = key if key[:1].isalpha() else f"trace_{key}"
+        if key in {c.key for c in cexs}:
+            key = f"{key}_{n}"
+        try:
+            cexs.append(load_trace(trace.read_text(encoding="utf-8"), key, title=trace.name))
+        except (OSError, ValueError) as e:
+            print(f"python -m spec explore: --trace {trace}: {e}", file=sys.stderr)
+            return 2
+    kind = "FIFO queue" if bounds.fifo else "standard queue"
+    text = page([GraphSpec("fifo" if bounds.fifo else "std", kind, bounds)], cexs)
+    path.write_text(text, encoding="utf-8")
+    print(f"html:         {path} ({len(text.encode())} bytes, {len(cexs)} counterexamples)")
     return 0
 
 
