@@ -23,9 +23,10 @@ script and its data are inline, and it opens from a ``file://`` URL. What it hol
   threads, a lock and condition variables) is shown as the list of TLC's states, clearly
   labelled as not on the spec's graph.
 
-The state is shareable: the page writes ``#state=<graph>:<node>`` (with the history as
-``&trail=``) into the URL and restores it on load; ``#state=<graph>:<label>/<label>/...`` walks a
-path of action labels from the empty queue; ``#cex=<key>&step=<n>`` opens a counterexample.
+The state is shareable: the page writes ``#state=<graph>:<node>`` into the URL, with the history
+that led there (``&from=<node>&path=<label>/<label>/...&at=<position>``), and restores it on
+load; ``#state=<graph>:<label>/<label>/...`` walks a path of action labels (the page's or the
+TLA+ ones) from the empty queue; ``#cex=<key>&step=<n>`` opens a counterexample at a step.
 
 This module is stdlib-only and reads no clock, so the page is a pure function of the bounds,
 the registry and the traces (``tests/test_diagrams.py`` keeps ``docs/explorer.html`` fresh).
@@ -750,7 +751,7 @@ function renderHistory(g) {
   ol.replaceChildren();
   view.hist.forEach((h, k) => ol.append(el("li", {
     class: k === view.pos ? "current" : "", "data-node": h.node,
-    text: (h.label === null ? "start" : h.label) + "  \u2192 #" + h.node,
+    text: (h.label === null ? "start" : h.label) + " \u2192 #" + h.node,
     onclick: () => { view.pos = k; render(); }})));
   $("back").disabled = view.pos === 0;
   $("forward").disabled = view.pos === view.hist.length - 1;
@@ -812,7 +813,7 @@ function renderCex() {
   ol.replaceChildren();
   c.steps.forEach((st, k) => ol.append(el("li", {class: k === view.step ? "current" : "",
     text: "State " + st.n + ": " + st.action + (k > 0 && c.graph !== null
-      ? "  [" + (st.label === null ? "no step of the queue" : "spec: " + st.label) + "]" : ""),
+      ? " [" + (st.label === null ? "no step of the queue" : "spec: " + st.label) + "]" : ""),
     onclick: () => cexGo(k)})));
   const extra = $("cex-extra");
   extra.replaceChildren();
@@ -851,15 +852,30 @@ function renderThreads(c) {
 }
 
 function writeFragment() {
+  // The state, and the history that led there as the labels of its actions: node numbers
+  // alone would be ambiguous (expire() and retry(a,1) may reach the same node).
   let f;
   const c = cex();
   if (c !== null) f = "#cex=" + c.key + "&step=" + (view.step + 1);
-  else f = "#state=" + view.graph + ":" + current() + "&trail=" +
-    view.hist.map((h) => h.node).join(".") + "&at=" + view.pos;
+  else f = "#state=" + view.graph + ":" + current() + "&from=" + view.hist[0].node + "&path=" +
+    view.hist.slice(1).map((h) => h.label).join("/") + "&at=" + view.pos;
   $("fragment").textContent = f;
   if (f === location.hash) return;
   written = f;
   try { history.replaceState(null, "", f); } catch (err) { location.hash = f; }
+}
+
+function walk(g, from, labels) {
+  // The history that follows the labels (the page's or TLA+'s) from a node; null if one is
+  // not enabled where it is taken.
+  const hist = [{node: from, label: null}];
+  for (const label of labels) {
+    const e = edges(g, hist[hist.length - 1].node).find((x) => x.label === label ||
+      x.tla === label);
+    if (!e) return null;
+    hist.push({node: e.to, label: e.label});
+  }
+  return hist;
 }
 
 function render() {
@@ -932,8 +948,9 @@ function cexClose() {
 }
 
 function restore(hash) {
-  // #state=<graph>:<node>[&trail=a.b.c&at=k], #state=<graph>:<label>/<label>/...,
-  // #cex=<key>&step=<n>. Anything unreadable leaves the empty queue.
+  // #state=<graph>:<node>[&from=<node>&path=<label>/<label>...&at=<k>],
+  // #state=<graph>:<label>/<label>/... (a path from the empty queue), #cex=<key>&step=<n>.
+  // Anything unreadable leaves the empty queue (or the named node without its history).
   const p = new URLSearchParams(hash.replace(/^#/, ""));
   view.cex = null;
   if (p.has("cex")) {
@@ -948,23 +965,22 @@ function restore(hash) {
     spec = spec.slice(colon + 1);
   }
   const g = DATA.graphs[key];
+  const isNode = (x) => /^\d+$/.test(x) && +x < g.nodes.length;
   view.graph = key;
   view.hist = [{node: 0, label: null}];
   view.pos = 0;
-  if (/^\d+$/.test(spec) && +spec < g.nodes.length) {
+  if (isNode(spec)) {
     const n = +spec;
-    const trail = (p.get("trail") || "").split(".").filter((x) => /^\d+$/.test(x)).map(Number);
-    const hist = [{node: trail[0], label: null}];
-    let ok = trail.length > 0 && trail[0] < g.nodes.length;
-    for (let i = 1; ok && i < trail.length; i++) {
-      const e = edges(g, trail[i - 1]).find((x) => x.to === trail[i]);
-      if (e) hist.push({node: trail[i], label: e.label}); else ok = false;
-    }
+    const from = p.get("from") || "";
+    const path = p.get("path") || "";
+    const hist = isNode(from) ? walk(g, +from, path ? path.split("/") : []) : null;
     const at = parseInt(p.get("at"), 10);
-    const pos = Number.isInteger(at) && at >= 0 && at < hist.length ? at : hist.length - 1;
-    if (ok && hist[pos].node === n) { view.hist = hist; view.pos = pos; }
+    const pos = hist && Number.isInteger(at) && at >= 0 && at < hist.length ? at
+      : (hist ? hist.length - 1 : 0);
+    if (hist && hist[pos].node === n) { view.hist = hist; view.pos = pos; }
     else view.hist = [{node: n, label: null}];
   } else if (spec) {
+    // As far as the labels go: a wrong one stops the walk there.
     for (const label of spec.split("/")) {
       const e = edges(g, current()).find((x) => x.label === label || x.tla === label);
       if (!e) break;

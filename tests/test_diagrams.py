@@ -1,32 +1,51 @@
-"""The walkthrough's diagrams are generated from the models and cannot go stale.
+"""The walkthrough's diagrams and the explorer page are generated from the models and cannot go
+stale.
 
 ``tools/diagrams.py`` draws the message lifecycle from the spec's reachable graph and the
 duplicate-delivery race from TLC's counterexample to ``ExactlyOnce``. These tests regenerate
 both and compare them with the committed files and with the blocks in ``docs/walkthrough.md``,
 and check the lifecycle against the contract's table (section 2), written out by hand here.
+
+It also writes ``docs/explorer.html`` (:mod:`spec.html`): the tests below check that the
+committed page is what the tool writes, that its graphs are the explorer's (every edge of
+``spec.explore.explore``), that TLC's counterexamples land on the graph nodes they should, and
+that ``python -m spec explore --html`` writes a page. ``tests/test_explorer_browser.py`` clicks
+through the page in a real browser.
 """
 
 from __future__ import annotations
 
+import json
+import re
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 import tools.diagrams as diagrams
-from spec.explore import Bounds
+from spec.__main__ import main as spec_main
+from spec.explore import Bounds, explore
+from spec.html import GraphSpec, display_label, explore_graph, load_trace, page_data
+from spec.operations import REGISTRY
 from tla.counterexample import parse_trace
 from tools.diagrams import (
+    EXPLORER,
+    EXPLORER_GRAPHS,
+    EXPLORER_TRACES,
     LIFECYCLE,
     LIFECYCLE_BOUNDS,
     RACE,
     TRACE,
     WALKTHROUGH,
     Transition,
+    committed_traces,
     fenced,
     lifecycle_transitions,
+    render_explorer,
     render_lifecycle,
     render_race,
+    run_explorer_traces,
     run_race_trace,
     splice,
 )
@@ -163,6 +182,9 @@ def test_check_mode_reports_a_stale_file_and_writes_nothing(
         copy = tmp_path / getattr(diagrams, name).name
         copy.write_text(getattr(diagrams, name).read_text(encoding="utf-8"), encoding="utf-8")
         monkeypatch.setattr(diagrams, name, copy)
+    explorer = tmp_path / "explorer.html"
+    explorer.write_text(EXPLORER.read_text(encoding="utf-8"), encoding="utf-8")
+    monkeypatch.setattr(diagrams, "EXPLORER", explorer)
     monkeypatch.setattr(diagrams, "ROOT", tmp_path)
     monkeypatch.setattr(diagrams, "WALKTHROUGH", tmp_path / "walkthrough.md")
     assert diagrams.main(["--check", "--no-tlc"]) == 0
@@ -186,3 +208,136 @@ def test_the_committed_trace_is_what_tlc_finds_today() -> None:
     fresh = parse_trace(run_race_trace())
     assert fresh == parse_trace(TRACE.read_text(encoding="utf-8"))
     assert render_race(fresh) == RACE.read_text(encoding="utf-8")
+
+
+# -- the explorer page ---------------------------------------------------------------------------
+
+
+def _data(text: str) -> dict[str, Any]:
+    m = re.search(r'<script type="application/json" id="data">(.*?)</script>', text, re.DOTALL)
+    assert m is not None, "the page has no data"
+    data: dict[str, Any] = json.loads(m.group(1))
+    return data
+
+
+def test_the_committed_explorer_page_is_what_the_tool_writes() -> None:
+    text = EXPLORER.read_text(encoding="utf-8")
+    assert text == render_explorer(committed_traces()), "run: python -m tools.diagrams --no-tlc"
+    # One file that needs nothing else: no network, no server, under 2 MB.
+    assert len(text.encode()) < 2_000_000
+    assert not re.search(r"""(?:src|href)=["']?(?:https?:)?//""", text)
+    assert "fetch(" not in text and "XMLHttpRequest" not in text
+
+
+def test_the_page_holds_the_spec_graph_and_its_edges() -> None:
+    data = page_data(EXPLORER_GRAPHS[:1])
+    bounds = EXPLORER_GRAPHS[0].bounds
+    g = explore(bounds, stop_at_first_violation=False)
+    page_graph = data["graphs"]["std"]
+    assert len(page_graph["nodes"]) == g.states
+    edges = {(n, e[1], e[2]) for n, row in enumerate(page_graph["edges"]) for e in row}
+    assert edges == g.edges
+    # Every state invariant that means something on a standard queue, all holding.
+    assert page_graph["invariants"] == [
+        "OneState",
+        "CapacityBound",
+        "OneLiveReceipt",
+        "AttemptsCount",
+        "FifoVisible",
+        "IdsReserved",
+        "DelayHonoured",
+    ]
+    assert not any(node[-1] for node in page_graph["nodes"])
+    assert not any(len(e) > 3 for row in page_graph["edges"] for e in row)  # no step violated
+
+
+def test_actions_carry_the_registry_names() -> None:
+    ops = {op.name: op for op in REGISTRY}
+    assert display_label(ops["receive"], (1,)) == "receive(vt=1)"
+    assert display_label(ops["receive"], (None,)) == "receive(vt=None)"
+    assert display_label(ops["delete"], ("a", 1)) == "delete(a,1)"
+    assert display_label(ops["send"], ("a", "a", 0)) == "send(a,delay=0)"
+    assert display_label(ops["send"], ("a", "a", None, "a_b", None)) == "send(a,group=a_b)"
+    assert (
+        display_label(ops["change_visibility"], ("a", 2, 0)) == "change_visibility(a,2,timeout=0)"
+    )
+    assert display_label(ops["advance"], (1,)) == "advance(dt=1)"
+    assert display_label(ops["expire"], ()) == "expire()"
+    assert display_label(ops["send_batch"], ((("a", "a", 0), ("b", "b", 1)),)) == (
+        "send_batch([(a,0),(b,1)])"
+    )
+    assert display_label(ops["delete_batch"], ((("a", 1), ("b", 1)),)) == (
+        "delete_batch([(a,1),(b,1)])"
+    )
+    # Every label of one node is distinct, so a button names one edge.
+    graph = explore_graph(GraphSpec("std", "std", Bounds(batch=2, extend_timeouts=(0, 2))))
+    for row in graph.edges:
+        assert len({d for d, _, _, _ in row}) == len(row)
+
+
+def test_tlc_counterexamples_land_on_the_graph_they_belong_to() -> None:
+    data = _data(EXPLORER.read_text(encoding="utf-8"))
+    cexs = {c["key"]: c for c in data["cexs"]}
+    assert set(cexs) == {t.key for t in EXPLORER_TRACES}
+    assert {k: c["graph"] for k, c in cexs.items()} == {
+        "exactly_once": "std",
+        "delete_by_id": "std",
+        "lost_wakeup": None,  # threaded models: a list of TLC's states
+        "lost_wakeup_notify_once": None,
+        "fifo_retry_late": "fifo",
+        "fifo_slow_consumer": "fifo",
+        "fifo_lost_wakeup": None,
+    }
+    labels = [s["label"] for s in cexs["exactly_once"]["steps"]]
+    assert labels == [
+        None,
+        "send(a,delay=0)",
+        "receive(vt=1)",
+        "advance(dt=1)",
+        "expire()",  # TLC's Sweep, not the retry(a,1) that reaches the same state
+        "receive(vt=1)",
+        None,  # c1's stale delete: no step of the queue
+        "delete(a,2)",
+    ]
+    # DeleteById ends where the right delete would have: the bug is who acted, not the state.
+    assert cexs["delete_by_id"]["steps"][-1]["node"] == cexs["exactly_once"]["steps"][-1]["node"]
+    assert cexs["delete_by_id"]["violation"] == "Action property StaleReceiptNeverActs is violated."
+    for c in cexs.values():
+        assert c["violation"].endswith("is violated."), c["key"]
+        assert all(s["node"] is None for s in c["steps"]) == (c["graph"] is None)
+
+
+def test_a_trace_of_other_bounds_is_not_linked() -> None:
+    # The ExactlyOnce trace needs a visibility timeout of 1: on a graph whose receive never
+    # expires it is no path, so it is shown as a list of TLC's states.
+    trace = load_trace(TRACE.read_text(encoding="utf-8"), "eo")
+    data = page_data([GraphSpec("std", "vt none", Bounds(visibility_timeouts=(None,)))], [trace])
+    (cex,) = data["cexs"]
+    assert cex["graph"] is None and cex["steps"][0]["node"] is None
+    with pytest.raises(ValueError, match="not a TLC trace"):
+        load_trace("hello", "x")
+
+
+def test_spec_explore_writes_a_page(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "out.html"
+    assert spec_main(["explore", "--ids", "1", "--html", str(out), "--trace", str(TRACE)]) == 0
+    assert f"html:         {out}" in capsys.readouterr().out
+    data = _data(out.read_text(encoding="utf-8"))
+    assert data["order"] == ["std"]
+    (cex,) = data["cexs"]
+    assert cex["key"] == "exactly_once" and cex["graph"] == "std"
+    bad = tmp_path / "bad.trace"
+    bad.write_text("not a trace", encoding="utf-8")
+    assert spec_main(["explore", "--html", str(out), "--trace", str(bad)]) == 2
+    assert "bad.trace" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        spec_main(["explore", "--trace", str(TRACE)])  # --trace needs --html
+
+
+@needs_java
+def test_the_committed_explorer_traces_are_what_tlc_finds_today() -> None:
+    fresh = run_explorer_traces()
+    assert set(fresh) == {t.key for t in EXPLORER_TRACES if t.owned} - {"exactly_once"}
+    for t in EXPLORER_TRACES:
+        if t.key in fresh:
+            assert parse_trace(fresh[t.key]) == parse_trace(t.path.read_text(encoding="utf-8"))

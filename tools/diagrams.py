@@ -22,7 +22,14 @@ and a stale picture fails a test (``tests/test_diagrams.py``):
 Both diagrams are also written into ``docs/walkthrough.md``, between the marker comments
 ``<!-- BEGIN name -->`` and ``<!-- END name -->``.
 
-    python -m tools.diagrams            # run TLC, regenerate every file
+And one page, ``docs/explorer.html``: the interactive state explorer (:mod:`spec.html`) over
+the spec's graphs at :data:`EXPLORER_GRAPHS` (a standard queue and a FIFO one), with TLC's
+counterexamples of :data:`EXPLORER_TRACES` to step through: the ExactlyOnce trace above, the
+delete-by-id pitfall, the lost wakeups of the threaded models and the FIFO ones. The traces are
+kept as TLC printed them beside the diagrams (``docs/diagrams/*.trace``); a run with TLC
+refreshes the ones this tool owns (:attr:`ExplorerTrace.owned`).
+
+    python -m tools.diagrams            # run TLC (one model at a time), regenerate every file
     python -m tools.diagrams --no-tlc   # use the committed trace instead of running TLC
     python -m tools.diagrams --check    # write nothing; exit 1 if a file is stale
 """
@@ -39,6 +46,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from spec.explore import Bounds, explore
+from spec.html import GraphSpec, load_trace, page
 from spec.operations import REGISTRY, Registry
 from spec.state import State, Status
 from tla.counterexample import TraceStep, deadline, finished, held, messages, parse_trace
@@ -53,6 +61,7 @@ LIFECYCLE = DIAGRAMS / "lifecycle.mmd"
 RACE = DIAGRAMS / "duplicate_race.mmd"
 TRACE = DIAGRAMS / "exactly_once.trace"
 RACE_MODEL = "ExactlyOnce"
+EXPLORER = ROOT / "docs" / "explorer.html"
 
 #: The life of message ``a`` (beside ``b``, for the batches), dead-lettered on the release after
 #: its second delivery, a visibility timeout of 1, change_visibility to 0 (release) or 2
@@ -330,6 +339,159 @@ def run_race_trace() -> str:
     return result.trace()
 
 
+# -- (c) the explorer page, from the spec's graphs and TLC's counterexamples ----------------------
+
+#: The graphs of ``docs/explorer.html``. The standard queue's bounds reach every status
+#: (a delay of 1 makes DELAYED, ``max_receives`` 2 makes DEAD, change_visibility to 0 and 2)
+#: and the duplicate delivery (send, receive, tick, expire, receive again), without batches,
+#: which would triple the buttons of a state. The FIFO queue's: one group ``a_b``, ``b`` a
+#: producer's retry of ``a`` (one dedup id) with a window of 1, visibility timeouts 1 and
+#: ``None``, so both FIFO counterexamples are paths of it.
+EXPLORER_GRAPHS = (
+    GraphSpec(
+        "std",
+        "standard queue",
+        Bounds(max_receives=2, delays=(0, 1), extend_timeouts=(0, 2)),
+    ),
+    GraphSpec(
+        "fifo",
+        "FIFO queue",
+        Bounds(
+            fifo=True,
+            max_attempt=2,
+            visibility_timeouts=(1, None),
+            max_time=2,
+            groups=(("a", "b"),),
+            dedup=(("a", "b"),),
+            dedup_interval=1,
+        ),
+    ),
+)
+
+
+@dataclass(frozen=True)
+class ExplorerTrace:
+    """A counterexample on the explorer page: its key, TLC's model (a config name), the file it
+    is kept in, a title and what a learner should look at. ``owned``: this tool refreshes the
+    file from TLC (the other files have their own tests that keep them fresh)."""
+
+    key: str
+    model: str
+    path: Path
+    title: str
+    about: str
+    owned: bool = True
+
+
+EXPLORER_TRACES = (
+    ExplorerTrace(
+        "exactly_once",
+        RACE_MODEL,
+        TRACE,
+        "ExactlyOnce: the duplicate delivery",
+        "Two consumers, one message, a visibility timeout of 1. c1 receives a (attempt 1) and "
+        "is slow; the clock reaches its deadline; the sweeper re-queues a; c2 receives it "
+        "(attempt 2). c1 finishes and deletes with its stale receipt (a,1): the spec makes no "
+        "step. c2 deletes with (a,2). Both did the work: a is processed twice, and every "
+        "invariant of the queue holds throughout: delivery is at-least-once, and exactly-once "
+        "is the consumer's job (watch held and finished below).",
+    ),
+    ExplorerTrace(
+        "delete_by_id",
+        "QueueDeleteById",
+        DIAGRAMS / "delete_by_id.trace",
+        "DeleteById: delete by message id, not by receipt (pitfall 3)",
+        "The same race with a broken delete that finds the message by its id. At the last "
+        "step c1's STALE receipt (a,1) deletes a, the copy c2 is working on as attempt 2. "
+        "The queue ends where c2's delete(a,2) would have taken it, so no invariant of the "
+        "queue's state can see the bug: TLC's StaleReceiptNeverActs is about who acted "
+        "(finished: c1's receipt (a,1), deleted TRUE).",
+    ),
+    ExplorerTrace(
+        "lost_wakeup",
+        "ThreadedQueueWakeup",
+        DIAGRAMS / "lost_wakeup.trace",
+        "Lost wakeup: the sweeper re-queues without notifying (threaded)",
+        "Bug = sweep_no_notify. The only consumer receives a, drops it and calls receive "
+        "again, asleep on not_empty. The clock passes the deadline; the sweeper re-queues a "
+        "and notifies no one: a is visible and every thread sleeps (DeadlockFree). impl.Queue "
+        "notifies not_empty once per re-queued message.",
+    ),
+    ExplorerTrace(
+        "lost_wakeup_notify_once",
+        "ThreadedQueueWakeupNotifyOnce",
+        DIAGRAMS / "lost_wakeup_notify_once.trace",
+        "Lost wakeup: notify() where notify(n) is needed (threaded)",
+        "Bug = sweep_notify_once. Two consumers each drop a delivery with the same deadline "
+        "and sleep in receive; one sweep re-queues both messages and wakes one consumer: the "
+        "other sleeps beside a visible message (ReceiversAwake).",
+    ),
+    ExplorerTrace(
+        "fifo_retry_late",
+        "QueueFifoRetryLate",
+        DIAGRAMS / "fifo_retry_late.trace",
+        "FIFO: a producer's retry after the dedup window is a new message",
+        "b is a producer's retry of a (one dedup id), the window is 1. a is sent at time 0, "
+        "received and deleted; at time 1 a's window has ended and the retry b is accepted as "
+        "a new message and delivered: NoDuplicateFromRetry. Deduplication is a window, not a "
+        "guarantee. (TLC's dedup record names the dedup set {a, b}; the explorer's, a_b.)",
+        owned=False,
+    ),
+    ExplorerTrace(
+        "fifo_slow_consumer",
+        "QueueFifoSlowConsumer",
+        DIAGRAMS / "fifo_slow_consumer.trace",
+        "FIFO: a consumer slower than its timeout still processes twice",
+        "ExactlyOnce's race on a FIFO queue: c1's receive locks a's group, its deadline "
+        "passes, the sweeper releases a (unlocking the group), c2 receives and processes it, "
+        "and c1's stale delete is a no-op after its work is done. (TLC's model has one id; "
+        "the explorer's FIFO graph has two, b never sent here.)",
+        owned=False,
+    ),
+    ExplorerTrace(
+        "fifo_lost_wakeup",
+        "ThreadedQueueFifoWakeup",
+        DIAGRAMS / "fifo_lost_wakeup.trace",
+        "FIFO lost wakeup: a delete unlocks a group without notifying (threaded)",
+        "Bug = delete_no_notify. a and b share a group; c1 receives a, locking it; c2 finds "
+        "b visible but locked and sleeps on not_empty; c1 deletes a, which unlocks the group, "
+        "and wakes no receiver: c2 sleeps beside a deliverable message (ReceiversAwake). "
+        "impl.FifoQueue._wake_group is the fix.",
+    ),
+)
+
+
+def render_explorer(traces: dict[str, str], registry: Registry = REGISTRY) -> str:
+    """The explorer page over :data:`EXPLORER_GRAPHS`, with each of :data:`EXPLORER_TRACES`
+    read from ``traces`` (key -> TLC's text)."""
+    cexs = [
+        load_trace(traces[t.key], t.key, title=t.title, model=t.model, about=t.about)
+        for t in EXPLORER_TRACES
+    ]
+    return page(EXPLORER_GRAPHS, cexs, registry, title="Queue state explorer")
+
+
+def committed_traces() -> dict[str, str]:
+    """Each explorer trace as committed, by key."""
+    return {t.key: t.path.read_text(encoding="utf-8") for t in EXPLORER_TRACES}
+
+
+def run_explorer_traces() -> dict[str, str]:
+    """TLC's counterexample of each explorer trace this tool owns, run one model at a time
+    (``SetupError`` without Java; ``RuntimeError`` if a model does not fail as expected)."""
+    models = {m.name: m for m in discover()}
+    out = {}
+    for t in EXPLORER_TRACES:
+        if not t.owned or t.key == "exactly_once":  # ExactlyOnce: run_race_trace
+            continue
+        model = models[t.model]
+        result = run_tlc(model.spec, model.cfg, check_deadlock=model.check_deadlock, timeout=300)
+        if not model.met_by(result):
+            raise RuntimeError(f"TLC on {t.model}: expected {model.expected}, got {result.summary}")
+        out[t.key] = result.trace()
+    return out
+
+
 # -- the walkthrough's fenced blocks -------------------------------------------------------------
 
 
@@ -357,11 +519,20 @@ def fenced(doc: str, name: str) -> str:
     return m.group(1)
 
 
-def generate(trace: str) -> dict[Path, str]:
-    """Every generated file's path and wanted contents, the race drawn from ``trace``."""
+def generate(trace: str, traces: dict[str, str] | None = None) -> dict[Path, str]:
+    """Every generated file's path and wanted contents, the race drawn from ``trace``; the
+    explorer's other counterexamples from ``traces`` (key -> TLC's text; the committed files
+    for the keys it lacks), each of them written back if it is one this tool owns."""
     lifecycle = render_lifecycle(lifecycle_transitions())
     race = render_race(parse_trace(trace))
     files = {LIFECYCLE: lifecycle, RACE: race, TRACE: trace}
+    fresh = traces or {}
+    every = {t.key: fresh.get(t.key) or t.path.read_text(encoding="utf-8") for t in EXPLORER_TRACES}
+    every["exactly_once"] = trace
+    for t in EXPLORER_TRACES:
+        if t.owned and t.key in fresh:
+            files[t.path] = fresh[t.key]
+    files[EXPLORER] = render_explorer(every)
     if WALKTHROUGH.exists():
         doc = WALKTHROUGH.read_text(encoding="utf-8")
         files[WALKTHROUGH] = splice(splice(doc, "lifecycle", lifecycle), "duplicate_race", race)
@@ -379,13 +550,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         trace = TRACE.read_text(encoding="utf-8") if args.no_tlc else run_race_trace()
+        traces = None if args.no_tlc else run_explorer_traces()
+        files = generate(trace, traces)
     except (SetupError, RuntimeError, OSError) as e:
         print(f"python -m tools.diagrams: {e}", file=sys.stderr)
         return 2
     stale = []
-    for path, text in generate(trace).items():
+    owned = {TRACE, *(t.path for t in EXPLORER_TRACES if t.owned)}
+    for path, text in files.items():
         old = path.read_text(encoding="utf-8") if path.exists() else None
-        if path == TRACE and old is not None:
+        if path in owned and old is not None:
             # The trace names source lines and columns: compare what TLC found, not where.
             same = parse_trace(old) == parse_trace(text)
         else:
