@@ -12,8 +12,14 @@ luck, and a timeline (relative time, thread, event) shows them as they happen:
   message is redelivered to a worker *while it is still working*. It finishes anyway, its late
   delete returns ``False`` (its receipt went stale when the sweeper released the message) and the
   message has been processed twice;
-- **a poison message**: every attempt to process it fails and is given back with ``retry``;
-  after ``max_receives`` deliveries the release dead-letters it.
+- **a poison message**: every attempt to process it fails, and the worker leaves it (no delete,
+  no retry: the visibility timeout is the back-off); the sweeper brings it back each time, and
+  on the release after ``max_receives`` deliveries it dead-letters it.
+
+The timeline shows the **sweeper** too: each of its releases and dead-letterings is a line of
+its own, written from the queue's :meth:`impl.Queue.record_trace` as the sweep happens (the
+trace sink runs inside the sweep's critical section, so the sweeper's line always comes before
+the redelivery it makes possible).
 
 With ``--idempotent`` the consumers share a set of processed ids and apply a message's effect
 only if its id is not in it (an idempotent consumer keyed by message id): the duplicate is then
@@ -44,13 +50,13 @@ import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TextIO
+from typing import Any, TextIO
 
 from impl.clock import FakeClock, MonotonicClock
 from impl.errors import Empty, Full, ShutDown
 from impl.fifo import FifoQueue
 from impl.message import Message
-from impl.queue import Queue
+from impl.queue import Queue, TraceStep
 
 #: The body of a message that no consumer can process.
 POISON = "poison"
@@ -111,6 +117,8 @@ class Summary:
     crashed_delivery: tuple[str, int]
     #: Dead letters as (id, attempt), in the order they died.
     dead_letters: tuple[tuple[str, int], ...]
+    #: The sweeper's steps, from the queue's trace: (id, attempt, "release" or "dead-letter").
+    swept: tuple[tuple[str, int, str], ...]
     #: Ids whose effect was applied more than once.
     processed_twice: tuple[str, ...]
     duplicates_skipped: int
@@ -139,6 +147,8 @@ class Summary:
             f"{self.slow_delete_result}",
             f"crashed consumer: {cid} attempt {catt}, never deleted, redelivered",
             f"dead-lettered: {len(self.dead_letters)} ({dead})",
+            f"sweeper: {sum(k == 'release' for *_, k in self.swept)} releases, "
+            f"{sum(k == 'dead-letter' for *_, k in self.swept)} dead-lettered",
             dup,
             f"time: {self.seconds:.2f} s",
         ]
@@ -153,6 +163,7 @@ _THREAD_COLOURS = {
     "worker": "\x1b[32m",  # green
     "crasher": "\x1b[31m",  # red
     "slow": "\x1b[35m",  # magenta
+    "sweeper": "\x1b[36m",  # cyan
 }
 _KIND_COLOURS = {
     "bad": "\x1b[1;31m",  # bold red: a late delete, a dead letter, a duplicate effect
@@ -196,11 +207,11 @@ class Timeline:
     def elapsed(self) -> float:
         return self._clock.now() - self._start
 
-    def log(self, text: str, kind: str = "") -> None:
-        """Record one event of the calling thread (named after its role)."""
+    def log(self, text: str, kind: str = "", *, thread: str | None = None) -> None:
+        """Record one event of the calling thread (named after its role), or of ``thread``."""
         with self._lock:
             me = threading.current_thread()
-            name = "main" if me is threading.main_thread() else me.name
+            name = thread or ("main" if me is threading.main_thread() else me.name)
             e = Event(self.elapsed(), name, kind, text)
             self.events.append(e)
             if not self._quiet:
@@ -230,6 +241,77 @@ class Timeline:
             self._out.flush()
         except BrokenPipeError:
             self.broken = True
+
+
+# -- the sweeper, seen through the queue's trace -------------------------------------------------
+
+
+class SweeperLog:
+    """A sink for :meth:`impl.Queue.record_trace` that turns the sweeper's steps into lines.
+
+    The trace gives one ``("expire", (), id, now)`` step per timer a sweep fires, and leaves the
+    kind of firing to the message's state: this sink keeps that state from the steps before
+    (``send`` with a delay, ``receive``, ``receive_batch``). A delivery's deadline firing is a
+    *release*: back to the tail of the queue (``back_to``: a FIFO queue puts it back in its
+    group's order), or dead-lettered if the message has had ``max_receives`` deliveries. Every
+    step is also passed to ``also`` (the demo counts sends and settled messages there).
+
+    The sink runs inside the queue's critical section: it must be quick and must not call the
+    queue. It only updates two dicts and writes one line through ``say`` (the timeline, which
+    never calls the queue), so the lines are in the order the transitions took effect.
+    """
+
+    def __init__(
+        self,
+        max_receives: int | None,
+        say: Callable[[str, str], None],
+        also: Callable[[TraceStep], None] = lambda step: None,
+        *,
+        back_to: str = "the tail of the queue",
+    ) -> None:
+        self._max_receives = max_receives
+        self._back_to = back_to
+        self._say = say
+        self._also = also
+        self._attempt: dict[str, int] = {}
+        self._delayed: set[str] = set()
+        #: (id, attempt, "release" / "dead-letter" / "visible") per firing, in order.
+        self.steps: list[tuple[str, int, str]] = []
+
+    def __call__(self, step: TraceStep) -> None:
+        action, args, result, _ = step
+        if action == "send" and isinstance(args[1], int | float) and args[1] > 0:
+            self._delayed.add(str(args[0]))
+        deliveries = (
+            [result] if action == "receive" else result if action == "receive_batch" else ()
+        )
+        for d in deliveries if isinstance(deliveries, list | tuple) else ():
+            if isinstance(d, tuple) and isinstance(d[1], int):
+                self._attempt[str(d[0])] = d[1]
+        if action == "expire":
+            self._fired(str(result))
+        self._also(step)
+
+    def _fired(self, id: str) -> None:
+        attempt = self._attempt.get(id, 0)
+        if id in self._delayed:
+            self._delayed.discard(id)
+            self.steps.append((id, attempt, "visible"))
+            self._say(f"{id}: its delay is over, it joins the tail of the queue", "")
+        elif self._max_receives is not None and attempt >= self._max_receives:
+            self.steps.append((id, attempt, "dead-letter"))
+            self._say(
+                f"DEAD-LETTERS {id}: attempt {attempt} expired, the release after "
+                f"max_receives {self._max_receives} deliveries",
+                "bad",
+            )
+        else:
+            self.steps.append((id, attempt, "release"))
+            self._say(
+                f"releases {id}: attempt {attempt} expired, back to {self._back_to} "
+                "(its receipt is stale now)",
+                "warn",
+            )
 
 
 # -- the consumers' side: what was processed, and the idempotency store -------------------------
@@ -328,6 +410,15 @@ class Demo:
         self.slow_delivery: tuple[str, int] = ("", 0)
         self.slow_delete_result = True
         self.errors: list[BaseException] = []
+        # The sweeper's lines, and the count of settled messages, from the queue's own trace.
+        self.settled_count = 0
+        self.sends_seen = 0
+        self.sweeper = SweeperLog(
+            config.max_receives,
+            lambda text, kind: self.log(text, kind, thread="sweeper"),
+            self.count_settled,
+        )
+        self.q.record_trace(self.sweeper)
 
     # -- helpers ----------------------------------------------------------------------------
 
@@ -351,15 +442,21 @@ class Demo:
         with self.sent_lock:
             self.sent += 1
         self.log(f"send {id}")
-        self.check_settled()  # the last message may be settled before its sender counts it
 
-    def check_settled(self) -> None:
-        """Set ``settled`` once every sent message is done or dead (read from the queue)."""
-        s = self.q.stats()
-        with self.sent_lock:
-            total = len(self.ids) + 1
-            if self.sent == total and s.done + s.dead == total:
-                self.tally.settled.set()
+    def count_settled(self, step: TraceStep) -> None:
+        """Part of the trace sink (inside the queue's critical section): set ``settled`` once
+        every message has been sent and is done or dead. Counted from the trace because the
+        last message may settle in the sweeper, where no demo code runs."""
+        action, _, result, _ = step
+        if action == "send":
+            self.sends_seen += 1
+        elif (action == "delete" and result is True) or (
+            action == "expire" and self.sweeper.steps and self.sweeper.steps[-1][2] == "dead-letter"
+        ):
+            self.settled_count += 1
+        total = len(self.ids) + 1
+        if self.sends_seen == total and self.settled_count == total:
+            self.tally.settled.set()
 
     def thread(self, name: str, target: Callable[[], None]) -> threading.Thread:
         def run() -> None:
@@ -457,13 +554,11 @@ class Demo:
             again = f" (attempt {m.attempt}: a REDELIVERY)" if m.attempt > 1 else ""
             self.log(f"receive {m.id}{again}", "warn" if again else "")
             if m.body == POISON:
-                self.q.retry(m.receipt)
-                dead = any(d.id == m.id for d in self.q.dead_letters())
+                # No delete and no retry: the visibility timeout is the back-off, and the
+                # sweeper decides between another delivery and the dead-letter list.
                 self.log(
                     f"cannot process {m.id} (attempt {m.attempt} of max_receives "
-                    f"{self.cfg.max_receives}): retry -> "
-                    + ("DEAD-LETTERED" if dead else "back to the tail of the queue"),
-                    "bad" if dead else "",
+                    f"{self.cfg.max_receives}): leaves it for the sweeper"
                 )
             else:
                 time.sleep(self.work_time())  # simulated work, not coordination
@@ -471,7 +566,6 @@ class Demo:
                 ok = self.q.delete(m.receipt)
                 self.tally.deleted(m, ok)
                 self.log(f"delete {m.id} attempt {m.attempt} -> {ok}", "" if ok else "bad")
-            self.check_settled()
 
     # -- the run ----------------------------------------------------------------------------
 
@@ -516,6 +610,7 @@ class Demo:
             slow_delete_result=self.slow_delete_result,
             crashed_delivery=self.crashed_delivery,
             dead_letters=tuple((m.id, m.attempt) for m in self.q.dead_letters()),
+            swept=tuple((i, a, k) for i, a, k in self.sweeper.steps),
             processed_twice=self.ledger.twice(),
             duplicates_skipped=self.ledger.skipped,
             idempotent=cfg.idempotent,
@@ -571,13 +666,14 @@ def run_fifo(timeline: Timeline) -> FifoSummary:
     deliveries: list[tuple[str, int]] = []
     applied: Counter[str] = Counter()
 
-    def say(text: str, kind: str = "") -> None:
-        timeline.log(f"[clock {clock.now():5.0f}s] {text}", kind)
+    def say(text: str, kind: str = "", *, at: float | None = None, who: str | None = None) -> None:
+        stamp = clock.now() if at is None else at
+        timeline.log(f"[clock {stamp:5.0f}s] {text}", kind, thread=who)
 
     def advance(dt: float) -> None:
+        say(f"{dt:.0f} s pass", at=clock.now() + dt)  # first: the sweeper may wake at once
         clock.advance(dt)
         q.sweep()  # what the sweeper thread does at this time; explicit, so the run is fixed
-        say(f"{dt:.0f} s pass")
 
     def receive(who: str) -> Message[str] | None:
         try:
@@ -601,6 +697,14 @@ def run_fifo(timeline: Timeline) -> FifoSummary:
         return ok
 
     with FifoQueue[str](visibility_timeout=30.0, dedup_interval=300.0, clock=clock) as q:
+        # The sweeper's releases, as lines of the timeline (see SweeperLog).
+        q.record_trace(
+            SweeperLog(
+                None,
+                lambda text, kind: say(text, kind, who="sweeper"),
+                back_to="its place in its group's send order",
+            )
+        )
         timeline.heading("message groups: each customer's orders in order, one at a time")
         for order in ("alice-1", "bob-1", "alice-2", "bob-2", "alice-3"):
             customer = order.split("-")[0]
@@ -653,6 +757,28 @@ def run_fifo(timeline: Timeline) -> FifoSummary:
         )
 
 
+#: ``--help``'s text: plain, with no markup (the module docstring is for readers of the code).
+HELP_DESCRIPTION = "Watch at-least-once delivery happen, on the real clock, in about a second."
+HELP_EPILOG = """\
+The timeline has one line per event: time since the start, thread, what
+happened. Producers send orders and one poison message; workers receive,
+process and delete them.
+  - a consumer crashes holding a message: the sweeper releases it after the
+    visibility timeout, and a worker processes it;
+  - a slow consumer works longer than its visibility timeout: the sweeper
+    releases its message, a worker processes it too, and the slow consumer's
+    late delete returns False;
+  - the poison message fails every time: the sweeper releases it until it
+    has been received max_receives times, then dead-letters it.
+The sweeper's lines come from the queue's own trace (Queue.record_trace).
+
+With --idempotent the consumers skip a message whose id they have already
+processed. With --fifo it shows a FIFO queue on a fake clock instead: message
+groups, deduplication of a producer's retry, and the slow-consumer duplicate
+that FIFO does not prevent.
+"""
+
+
 def main(
     argv: Sequence[str] | None = None,
     out: TextIO | None = None,
@@ -660,8 +786,14 @@ def main(
 ) -> int:
     """The command line; prints the timeline and the summary to ``out`` (default stdout)."""
     stream = sys.stdout if out is None else out
+    # Python 3.14's argparse colours its help by default; --help stays plain text.
+    plain: dict[str, Any] = {"color": False} if sys.version_info >= (3, 14) else {}
     parser = argparse.ArgumentParser(
-        prog="python -m examples.demo", description=__doc__.splitlines()[0]
+        prog="python -m examples.demo",
+        description=HELP_DESCRIPTION,
+        epilog=HELP_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        **plain,
     )
     parser.add_argument(
         "--idempotent",

@@ -8,6 +8,7 @@ every run; the bounds on time are generous and decide nothing about correctness.
 from __future__ import annotations
 
 import io
+import os
 import re
 import subprocess
 import sys
@@ -171,3 +172,96 @@ def test_python_dash_m_examples_demo_fifo() -> None:
     assert (proc.returncode, proc.stderr) == (0, "")
     assert "messages 2 -> 2 (deduplicated)" in proc.stdout
     assert "processed twice: 1 (bob-2)" in proc.stdout
+
+
+# -- issue 18: the sweeper on the timeline, and a plain --help ----------------------------------
+
+
+def test_the_timeline_shows_the_sweepers_releases_and_its_dead_letter() -> None:
+    s, timeline = run_demo()
+    crashed, slow = s.crashed_delivery[0], s.slow_delivery[0]
+    # What the sweeper must have done on every run: release the crashed and the slow
+    # consumers' deliveries, release the poison message twice and dead-letter it the third time.
+    # (A worker's short job never outlives its visibility timeout, but a loaded machine might
+    # make one: more releases are allowed, these are required.)
+    required = [
+        (crashed, 1, "release"),
+        (slow, 1, "release"),
+        (POISON, 1, "release"),
+        (POISON, 2, "release"),
+        (POISON, 3, "dead-letter"),
+    ]
+    assert set(required) <= set(s.swept)
+    assert [x for x in s.swept if x[0] == POISON] == required[2:]
+    events = [(e.thread, e.text) for e in timeline.events]
+    lines = [x for t, x in events if t == "sweeper"]
+    assert len(lines) == len(s.swept)  # one timeline line per firing
+    assert any(x.startswith(f"DEAD-LETTERS {POISON}: attempt 3 expired") for x in lines)
+    # The sweeper's line comes before the redelivery it made possible: the trace sink runs in
+    # the sweep's critical section, before any receive can see the released message.
+    for id in (crashed, slow, POISON):
+        released = events.index(
+            ("sweeper", next(x for x in lines if x.startswith(f"releases {id}:")))
+        )
+        redelivered = next(k for k, (t, x) in enumerate(events) if f"receive {id} (attempt 2" in x)
+        assert released < redelivered
+    assert f"sweeper: {len(s.swept) - 1} releases, 1 dead-lettered" in s.lines()
+
+
+def test_the_sweeper_log_reads_each_firing_from_the_trace() -> None:
+    from examples.demo import SweeperLog
+
+    said: list[tuple[str, str]] = []
+    seen: list[str] = []
+    log = SweeperLog(2, lambda text, kind: said.append((text, kind)), lambda s: seen.append(s[0]))
+    steps: list[tuple[str, tuple[object, ...], object, float]] = [
+        ("send", ("a", 0.0), True, 0.0),
+        ("send", ("d", 5.0), True, 0.0),
+        ("receive", (1.0,), ("a", 1, 1.0), 0.0),
+        ("expire", (), "a", 1.0),
+        ("receive_batch", (2, 1.0), (("a", 2, 2.0),), 1.0),
+        ("delete", ("a", 1), False, 1.5),
+        ("expire", (), "a", 2.0),
+        ("expire", (), "d", 5.0),
+    ]
+    for step in steps:
+        log(step)
+    assert log.steps == [("a", 1, "release"), ("a", 2, "dead-letter"), ("d", 0, "visible")]
+    assert [k for _, k in said] == ["warn", "bad", ""]
+    assert said[0][0].startswith("releases a: attempt 1 expired, back to the tail of the queue")
+    assert said[1][0].startswith("DEAD-LETTERS a: attempt 2 expired")
+    assert said[2][0] == "d: its delay is over, it joins the tail of the queue"
+    assert seen == [s[0] for s in steps]  # every step is passed on
+
+
+def test_fifo_demo_shows_the_sweepers_release() -> None:
+    from examples.demo import run_fifo
+
+    timeline = Timeline(io.StringIO(), colour=False, quiet=False)
+    run_fifo(timeline)
+    sweeper = [e.text for e in timeline.events if e.thread == "sweeper"]
+    assert sweeper == [
+        "[clock   355s] releases bob-2: attempt 1 expired, back to its place in its group's "
+        "send order (its receipt is stale now)"
+    ]
+
+
+def test_help_is_plain_text() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "examples.demo", "--help"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        # Python 3.14's argparse would colour its help when forced to: the demo turns it off.
+        env={**os.environ, "FORCE_COLOR": "1", "PYTHON_COLORS": "1"},
+    )
+    assert (done.returncode, done.stderr) == (0, "")
+    text = done.stdout
+    assert ANSI not in text
+    assert "``" not in text and "**" not in text and ":meth:" not in text
+    assert text.startswith("usage: python -m examples.demo")
+    assert "Watch at-least-once delivery happen, on the real clock, in about a second." in text
+    assert "the sweeper releases" in text and "dead-letters it" in text
+    assert max(len(line) for line in text.splitlines()) <= 80
