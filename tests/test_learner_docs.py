@@ -1,0 +1,250 @@
+"""The learner's pages stay true: their quoted code, their commands and their links.
+
+``docs/tla-primer.md`` and ``docs/pitfalls.md`` quote the sources. A fenced block right after a
+``<!-- quote: PATH -->`` comment is a quote: its lines (indentation aside) must appear in
+``PATH`` in the same order; a line ``...`` marks left-out lines. A table right after a
+``<!-- columns: PATH | PATH | PATH -->`` comment quotes one file per column after the first:
+every inline code span of a cell must be a piece of one line of that column's file.
+
+``docs/pitfalls.md`` shows commands. Every ``.venv/bin/python - <<'EOF'`` script is run, and
+what it prints must be the ``text`` block that follows it. Every ``pytest`` command must name an
+existing test file whose text holds each name of its ``-k`` expression, every ``python -m tla
+--model NAME`` an existing model that is expected to fail, every mutant a class of
+``model_tests.mutants``; and each seed pitfall's section names the mutants that
+``model_tests/mutants.py`` files under that pitfall.
+
+Every relative link of the learner's pages and of ``docs/index.md`` must name an existing file
+and, with an anchor into a Markdown page, an existing heading of it.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Final
+
+import pytest
+
+from model_tests import mutants
+from tla.models import discover
+
+ROOT: Final = Path(__file__).resolve().parents[1]
+DOCS: Final = ROOT / "docs"
+PRIMER: Final = DOCS / "tla-primer.md"
+PITFALLS: Final = DOCS / "pitfalls.md"
+#: The pages whose links are checked (docs/explorer.html is a page, but not Markdown).
+LINKED_PAGES: Final = ("index.md", "tla-primer.md", "walkthrough.md", "pitfalls.md", "exercises.md")
+
+_QUOTE = re.compile(r"<!-- quote: (\S+) -->\n```\w*\n(.*?)\n```", re.DOTALL)
+_COLUMNS = re.compile(r"<!-- columns: (.*?) -->\n((?:\|.*\n)+)")
+_SCRIPT = re.compile(
+    r"```sh\n\.venv/bin/python - <<'EOF'\n(.*?)\nEOF\n```\n\n```text\n(.*?)\n```", re.DOTALL
+)
+_CODE = re.compile(r"`([^`]+)`")
+
+
+def quotes(page: Path) -> list[tuple[str, list[str]]]:
+    """The quoted blocks of ``page``: (source path, the block's lines)."""
+    return [(m.group(1), m.group(2).splitlines()) for m in _QUOTE.finditer(page.read_text())]
+
+
+def missing_lines(source: str, lines: list[str]) -> list[str]:
+    """The lines of a quote that are not in ``source`` in order (indentation aside)."""
+    have = [line.strip() for line in source.splitlines()]
+    at = 0
+    missing = []
+    for line in lines:
+        want = line.strip()
+        if not want or want == "...":
+            continue
+        try:
+            at = have.index(want, at) + 1
+        except ValueError:
+            missing.append(line)
+    return missing
+
+
+@pytest.mark.parametrize("page", [PRIMER, PITFALLS], ids=lambda p: p.name)
+def test_every_quoted_block_is_still_in_its_source(page: Path) -> None:
+    found = quotes(page)
+    assert len(found) >= 8, f"{page.name}: expected quoted blocks, found {len(found)}"
+    for path, lines in found:
+        missing = missing_lines((ROOT / path).read_text(), lines)
+        assert not missing, f"{page.name} quotes {path}, which no longer has: {missing}"
+
+
+def test_the_quote_check_can_fail() -> None:
+    source = "def f():\n    a = 1\n    b = 2\n"
+    assert missing_lines(source, ["def f():", "...", "b = 2"]) == []
+    assert missing_lines(source, ["b = 2", "a = 1"]) == ["a = 1"]  # out of order
+    assert missing_lines(source, ["a = 3"]) == ["a = 3"]
+
+
+def cells(row: str) -> list[str]:
+    """The cells of a Markdown table row; ``\\|`` is a pipe inside a cell."""
+    parts = re.split(r"(?<!\\)\|", row.strip())[1:-1]
+    return [p.strip().replace("\\|", "|") for p in parts]
+
+
+def test_the_three_columns_of_receive_quote_the_three_sources() -> None:
+    text = PRIMER.read_text()
+    (m,) = _COLUMNS.finditer(text)
+    paths = [p.strip() for p in m.group(1).split("|")]
+    assert paths == ["tla/Queue.tla", "spec/transitions.py", "impl/queue.py"]
+    sources = [(ROOT / p).read_text().splitlines() for p in paths]
+    rows = m.group(2).splitlines()[2:]  # after the header and the rule
+    assert len(rows) >= 10
+    spans = 0
+    for row in rows:
+        row_cells = cells(row)
+        assert len(row_cells) == 4, row
+        for path, lines, cell in zip(paths, sources, row_cells[1:], strict=True):
+            for code in _CODE.findall(cell):
+                spans += 1
+                assert any(code in line for line in lines), f"{path} has no line with {code!r}"
+    assert spans >= 30
+
+
+@pytest.mark.parametrize(
+    "script, output",
+    [m.groups() for m in _SCRIPT.finditer(PITFALLS.read_text())],
+    ids=lambda v: str(len(v)),
+)
+def test_each_pitfall_script_prints_what_the_page_says(script: str, output: str) -> None:
+    done = subprocess.run(
+        [sys.executable, "-"],
+        input=script + "\n",
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.rstrip("\n") == output
+
+
+def test_the_pitfall_page_has_its_scripts() -> None:
+    assert len(_SCRIPT.findall(PITFALLS.read_text())) == 9
+
+
+def sections(page: Path) -> dict[str, str]:
+    """``page``'s ``## `` sections, by heading."""
+    parts = re.split(r"^## (.*)$", page.read_text(), flags=re.MULTILINE)
+    return dict(zip(parts[1::2], parts[2::2], strict=True))
+
+
+def test_one_section_per_seed_pitfall_naming_its_mutants() -> None:
+    pitfalls = {k: v for k, v in sections(PITFALLS).items() if k.startswith("Pitfall ")}
+    assert [k.split(":")[0] for k in pitfalls] == [f"Pitfall {n}" for n in range(1, 7)]
+    # The mutant catalogue files its mutants under the seed's pitfalls 1 to 5.
+    doc = mutants.__doc__ or ""
+    listing = doc.partition("Seed pitfalls")[2].partition("Classic bugs")[0]
+    filed: dict[int, list[str]] = {}
+    n = 0
+    for line in listing.splitlines():
+        if head := re.match(r"(\d)\. ", line):
+            n = int(head.group(1))
+        filed.setdefault(n, []).extend(re.findall(r":class:`(\w+)`", line))
+    assert sorted(k for k in filed if k) == [1, 2, 3, 4, 5]
+    for (heading, body), number in zip(pitfalls.items(), range(1, 7), strict=True):
+        for name in filed.get(number, []):
+            assert f"`{name}`" in body, f"{heading} does not name {name}"
+
+
+def commands(text: str) -> list[str]:
+    """The commands of a page: inline code and lines of ``sh`` blocks that run the venv's
+    Python with ``-m pytest`` or ``-m tla``."""
+    prose = re.sub(r"```.*?```", "", text, flags=re.DOTALL)
+    found = [c for c in _CODE.findall(prose) if c.startswith(".venv/bin/python -m ")]
+    for block in re.findall(r"```sh\n(.*?)\n```", text, re.DOTALL):
+        found += [line for line in block.splitlines() if line.startswith(".venv/bin/python -m ")]
+    return found
+
+
+def test_every_command_names_an_existing_test_model_or_mutant() -> None:
+    text = PITFALLS.read_text()
+    models = {m.name: m for m in discover(large=True)}
+    cmds = commands(text)
+    pytest_cmds = [c for c in cmds if " -m pytest " in c]
+    tla_cmds = [c for c in cmds if " -m tla " in c]
+    assert len(pytest_cmds) >= 10 and len(tla_cmds) >= 4
+    for cmd in pytest_cmds:
+        path = next(w for w in cmd.split() if w.endswith(".py"))
+        test_file = ROOT / path
+        assert test_file.is_file(), cmd
+        k = re.search(r'-k (?:"([^"]+)"|(\S+))', cmd)
+        assert k is not None, f"{cmd}: select the tests with -k"
+        source = test_file.read_text().lower()
+        for word in re.findall(r"\w+", k.group(1) or k.group(2)):
+            if word not in ("and", "or", "not"):
+                assert word.lower() in source, f"{cmd}: {path} has no {word!r}"
+    for cmd in tla_cmds:
+        name = cmd.split("--model ")[1].split()[0]
+        assert name in models, f"{cmd}: no model {name}"
+        assert models[name].expect == "violation", f"{cmd}: {name} is not a teaching model"
+    named = set(re.findall(r"`(\w+Queue)`", text))
+    assert named - {"FifoQueue"} <= set(mutants.MUTANTS), named - set(mutants.MUTANTS)
+    assert len(named) >= 12
+
+
+# -- links ------------------------------------------------------------------------------------
+
+
+def slug(heading: str) -> str:
+    """GitHub's anchor of a Markdown heading."""
+    text = heading.strip().lower().replace("`", "")
+    text = re.sub(r"[^\w\- ]", "", text)
+    return text.replace(" ", "-")
+
+
+def anchors(page: Path) -> set[str]:
+    text = re.sub(r"```.*?```", "", page.read_text(), flags=re.DOTALL)
+    return {slug(h) for h in re.findall(r"^#+ (.*)$", text, flags=re.MULTILINE)}
+
+
+def links(page: Path) -> list[str]:
+    text = re.sub(r"```.*?```", "", page.read_text(), flags=re.DOTALL)
+    return [t for t in re.findall(r"\]\(([^)\s]+)\)", text) if "://" not in t]
+
+
+@pytest.mark.parametrize("name", LINKED_PAGES)
+def test_every_relative_link_names_an_existing_file_and_heading(name: str) -> None:
+    page = DOCS / name
+    found = links(page)
+    assert found, f"{name} links nowhere"
+    for target in found:
+        path, _, anchor = target.partition("#")
+        file = (page.parent / path).resolve() if path else page
+        assert file.exists(), f"{name} links to {target}: no such file"
+        if anchor and file.suffix == ".md":
+            assert anchor in anchors(file), f"{name} links to {target}: no such heading"
+
+
+def test_the_index_lists_the_learner_pages_in_order() -> None:
+    text = (DOCS / "index.md").read_text()
+    order = [
+        "tla-primer.md",
+        "walkthrough.md",
+        "pitfalls.md",
+        "exercises.md",
+        "explorer.html",
+        "tla.md",
+        "levels.md",
+        "testing.md",
+    ]
+    at = [text.find(f"]({page})") for page in order]
+    assert -1 not in at, dict(zip(order, at, strict=True))
+    assert at == sorted(at), "the learner's path is out of order"
+    listed = set(re.findall(r"\]\(([\w-]+\.md)\)", text))
+    pages = {p.name for p in DOCS.glob("*.md")}
+    assert pages <= listed, f"pages missing from the index: {sorted(pages - listed)}"
+
+
+def test_the_slug_of_a_heading() -> None:
+    assert slug("5. Why only at-least-once, and the idempotent consumer") == (
+        "5-why-only-at-least-once-and-the-idempotent-consumer"
+    )
+    assert slug("Exercise 3: a receipt without `attempt`") == "exercise-3-a-receipt-without-attempt"
