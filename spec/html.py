@@ -797,6 +797,7 @@ function renderCex() {
   const c = cex();
   $("cex").hidden = c === null;
   if (c === null) return;
+  $("cex-select").value = c.key;
   $("cex-title").textContent = c.title + " (" + c.model + ")";
   $("cex-about").textContent = c.about;
   $("cex-where").textContent = c.graph !== null

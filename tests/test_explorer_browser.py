@@ -283,6 +283,7 @@ def test_the_threaded_and_fifo_counterexamples_are_steppable(browser: WebDriver)
     assert one(b, "#trace-view").get_attribute("hidden") is None
     assert one(b, "#queue-view").get_attribute("hidden") is not None
     assert "Not a state of the spec's graph" in one(b, "#trace-view .banner").text
+    assert one(b, "#cex-select").get_attribute("value") == "lost_wakeup"
     one(b, "#cex-last").click()
     assert "DeadlockFree is violated" in one(b, "#cex-verdict").text
     # The consumer sleeps on not_empty beside the visible message the sweeper re-queued.
