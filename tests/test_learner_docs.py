@@ -248,3 +248,72 @@ def test_the_slug_of_a_heading() -> None:
         "5-why-only-at-least-once-and-the-idempotent-consumer"
     )
     assert slug("Exercise 3: a receipt without `attempt`") == "exercise-3-a-receipt-without-attempt"
+
+
+# -- the walkthrough's "where it lives" tables --------------------------------------------------
+
+WHERE_HEADER: Final = "| concept | TLA+ | spec | impl | test |"
+#: The files each column of a "where it lives" table names things in.
+LAYERS: Final = {
+    "TLA+": ("tla/*.tla", "tla/*.cfg"),
+    "spec": ("spec/*.py",),
+    "impl": ("impl/*.py",),
+    "test": ("tests/*.py", "model_tests/*.py", "model_tests/tests/*.py", "examples/*.py"),
+}
+
+
+def where_tables(page: Path) -> list[list[list[str]]]:
+    """The "where it lives" tables of ``page``: their rows, as cells."""
+    text = page.read_text()
+    tables = []
+    for m in re.finditer(re.escape(WHERE_HEADER) + r"\n\|[-|]+\|\n((?:\|.*\n)+)", text):
+        tables.append([cells(row) for row in m.group(1).splitlines()])
+    return tables
+
+
+def unknown_names(code: str, layer: str, words: set[str], files: set[str]) -> list[str]:
+    """The names in an inline code span of a table's ``layer`` column that the layer lacks: a
+    file name must be one of its files (or a path from the root), any other word one of its
+    words."""
+    if re.fullmatch(r"[\w/.-]+\.(py|tla|cfg)", code):
+        return [] if Path(code).name in files or (ROOT / code).is_file() else [code]
+    return [w for w in re.findall(r"[A-Za-z_]\w+", code) if w not in words]
+
+
+def test_every_section_of_the_walkthrough_ends_with_where_it_lives() -> None:
+    page = DOCS / "walkthrough.md"
+    numbered = [s for s in sections(page) if re.match(r"\d\. ", s)]
+    assert len(numbered) == 9
+    for heading, body in sections(page).items():
+        if re.match(r"\d\. ", heading):
+            tail = body.rstrip().rpartition("**Where it lives**")[2]
+            assert tail.lstrip().startswith(WHERE_HEADER), f"section {heading}"
+            assert tail.strip().splitlines()[-1].startswith("|"), f"section {heading}"
+
+
+def test_every_name_in_the_where_it_lives_tables_exists_in_its_layer() -> None:
+    tables = where_tables(DOCS / "walkthrough.md")
+    assert len(tables) == 9
+    columns = list(LAYERS)
+    texts = {
+        layer: [p for g in globs for p in ROOT.glob(g) if p.is_file()]
+        for layer, globs in LAYERS.items()
+    }
+    words = {
+        layer: set(re.findall(r"\w+", " ".join(p.read_text() for p in files)))
+        for layer, files in texts.items()
+    }
+    names = {layer: {p.name for p in files} for layer, files in texts.items()}
+    checked = 0
+    for rows in tables:
+        for row in rows:
+            assert len(row) == 5, row
+            for layer, cell in zip(columns, row[1:], strict=True):
+                for code in _CODE.findall(cell):
+                    checked += 1
+                    bad = unknown_names(code, layer, words[layer], names[layer])
+                    assert not bad, f"{layer} has no {bad} (row {row[0]!r})"
+    assert checked >= 80
+    # and the check can fail
+    assert unknown_names("Queue.nosuch", "impl", words["impl"], names["impl"]) == ["nosuch"]
+    assert unknown_names("Nope.tla", "TLA+", words["TLA+"], names["TLA+"]) == ["Nope.tla"]
