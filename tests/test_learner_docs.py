@@ -107,11 +107,15 @@ def test_the_three_columns_of_receive_quote_the_three_sources() -> None:
     assert spans >= 30
 
 
-@pytest.mark.parametrize(
-    "script, output",
-    [m.groups() for m in _SCRIPT.finditer(PITFALLS.read_text())],
-    ids=lambda v: str(len(v)),
-)
+#: The pitfall page's scripts with what each prints, named by the mutants they run.
+SCRIPTS: Final = [(m[1], m[2]) for m in _SCRIPT.finditer(PITFALLS.read_text())]
+
+
+def _script_id(pair: tuple[str, str]) -> str:
+    return "-".join(re.findall(r"\b(\w+Queue)\b:", pair[1])) or "real-queue"
+
+
+@pytest.mark.parametrize("script, output", SCRIPTS, ids=[_script_id(p) for p in SCRIPTS])
 def test_each_pitfall_script_prints_what_the_page_says(script: str, output: str) -> None:
     done = subprocess.run(
         [sys.executable, "-"],
@@ -127,7 +131,7 @@ def test_each_pitfall_script_prints_what_the_page_says(script: str, output: str)
 
 
 def test_the_pitfall_page_has_its_scripts() -> None:
-    assert len(_SCRIPT.findall(PITFALLS.read_text())) == 9
+    assert len(SCRIPTS) == 9
 
 
 def sections(page: Path) -> dict[str, str]:
