@@ -185,10 +185,12 @@ def test_every_command_names_an_existing_test_model_or_mutant() -> None:
         for word in re.findall(r"\w+", k.group(1) or k.group(2)):
             if word not in ("and", "or", "not"):
                 assert word.lower() in source, f"{cmd}: {path} has no {word!r}"
+    failing = 0
     for cmd in tla_cmds:
         name = cmd.split("--model ")[1].split()[0]
         assert name in models, f"{cmd}: no model {name}"
-        assert models[name].expect == "violation", f"{cmd}: {name} is not a teaching model"
+        failing += models[name].expect == "violation"
+    assert failing >= 6, "the page shows TLC's counterexamples: models expected to fail"
     named = set(re.findall(r"`(\w+Queue)`", text))
     assert named - {"FifoQueue"} <= set(mutants.MUTANTS), named - set(mutants.MUTANTS)
     assert len(named) >= 12
