@@ -4,6 +4,7 @@
     python -m examples.redelivery    # at-least-once: a slow consumer loses its message
     python -m examples.idempotent    # two consumers, one message, its effect applied once
     python -m examples.dead_letters  # a poison message set aside after max_receives
+    python -m examples.effect_once   # the effect once: key recorded with the effect, not after
     python -m examples.demo          # the live demo, on the real clock (--help for options)
 
 Each small example runs on a :class:`impl.FakeClock`, so it takes no time and does the same
