@@ -85,6 +85,8 @@ class Relaxation(enum.Enum):
     VISIBLE_CHANGE_HIDES = "visible-change-hides"
     #: Dead-lettering may happen late (on a later receive): dead letters are eventually equal.
     DEAD_LETTER_LAGS = "dead-letter-lags"
+    #: A FIFO send that the queue deduplicated may answer as accepted (SQS's answer is success).
+    DEDUP_UNREPORTED = "dedup-unreported"
 
     @property
     def meaning(self) -> str:
@@ -125,6 +127,10 @@ _MEANING: Final[Mapping[Relaxation, str]] = {
         "delivered again, and be dead-lettered at any later point (on a later receive): "
         "dead letters are compared as eventually equal"
     ),
+    Relaxation.DEDUP_UNREPORTED: (
+        "a FIFO send (or batch entry) that the queue deduplicates may answer true instead of "
+        '"duplicate": it changes nothing, as a duplicate does'
+    ),
 }
 
 _STANDARD_QUEUES: Final = (
@@ -162,6 +168,13 @@ _CITATION: Final[Mapping[Relaxation, Citation]] = {
         "SQS moves the message to the dead-letter-queue.",
         "https://docs.aws.amazon.com/AWSSimpleQueueService/latest/APIReference/"
         "API_SetQueueAttributes.html",
+    ),
+    Relaxation.DEDUP_UNREPORTED: Citation(
+        "If a message with a particular MessageDeduplicationId is sent successfully, any "
+        "messages sent with the same MessageDeduplicationId are accepted successfully but "
+        "aren't delivered during the 5-minute deduplication interval.",
+        "https://docs.aws.amazon.com/AWSSimpleQueueService/latest/APIReference/"
+        "API_SendMessage.html",
     ),
 }
 
@@ -214,10 +227,11 @@ PROFILES: Final[Mapping[str, Profile]] = {
     ),
     "sqs-fifo": Profile(
         "sqs-fifo",
-        frozenset({Relaxation.DEAD_LETTER_LAGS}),
+        frozenset({Relaxation.DEAD_LETTER_LAGS, Relaxation.DEDUP_UNREPORTED}),
         "what AWS documents for FIFO queues: strict order within a group, no duplicate "
-        "deliveries while in flight, an expired receipt handle is an error; only "
-        "dead-lettering on receive (the redrive policy is the same as for standard queues)",
+        "deliveries while in flight, an expired receipt handle is an error; but dead-lettering "
+        "on receive (the redrive policy is the same as for standard queues) and a deduplicated "
+        "send that answers success",
     ),
 }
 
@@ -669,7 +683,23 @@ def _successors(rules: _Rules, w: _World, op: Op, observed: object) -> list[_Wor
         if op.name in ("delete_batch", "change_visibility_batch"):
             return _receipt_batch(rules, w, _batch_entries(op), observed)
     after, out = _apply_strict(rules, w, op)
-    return [after] if _same(out, observed) else []
+    if _same(out, observed):
+        return [after]
+    if (
+        rules.has(Relaxation.DEDUP_UNREPORTED)
+        and isinstance(op, Invoke)
+        and op.name in ("send", "send_batch")
+        and _same(_unreported(out), observed)
+    ):
+        return [after]
+    return []
+
+
+def _unreported(out: Output) -> Output:
+    """A send's output with every ``"duplicate"`` answered as an acceptance."""
+    if isinstance(out, list):
+        return [True if o == DUPLICATE else o for o in out]
+    return True if out == DUPLICATE else out
 
 
 def _allowed(rules: _Rules, worlds: Iterable[_World], op: Op, limit: int = 6) -> list[Output]:
@@ -796,11 +826,13 @@ class Explanation:
 
     ``sets`` holds every minimal set of the smallest size, in a fixed order: ``(frozenset(),)``
     when the run conforms to the spec itself, ``()`` when no set of relaxations explains it.
-    ``strict`` is the strict verdict: where the run first departs from the spec.
+    ``strict`` is the strict verdict (where the run first departs from the spec); ``relaxed``
+    the verdict under every relaxation tried (for an unexplained run: where even that fails).
     """
 
     sets: tuple[frozenset[Relaxation], ...]
     strict: Verdict
+    relaxed: Verdict
 
     @property
     def conforms(self) -> bool:
@@ -813,7 +845,7 @@ class Explanation:
     @property
     def key(self) -> str:
         """A stable name: ``strict``, ``unexplained``, ``A``, ``A+B``, or alternatives
-        ``A | B``."""
+        ``A+B | C``."""
         if self.unexplained:
             return "unexplained"
         if self.conforms:
@@ -829,12 +861,19 @@ def explain(
     budget: int = BUDGET,
 ) -> Explanation:
     """The smallest set(s) of ``relaxations`` under which :func:`judge` accepts ``outputs``,
-    trying every subset by size; or unexplained."""
+    trying every subset by size; or unexplained.
+
+    Each relaxation only adds behaviours, so a run that all of them together do not explain is
+    unexplained at once, without trying the subsets.
+    """
     parsed = _parse(scenario)
     strict = judge(parsed, outputs, (), budget=budget)
     if strict.accepted:
-        return Explanation((frozenset(),), strict)
+        return Explanation((frozenset(),), strict, strict)
     order = [r for r in RELAXATIONS if r in relaxations]
+    relaxed = judge(parsed, outputs, order, budget=budget)
+    if not relaxed.accepted:
+        return Explanation((), strict, relaxed)
     for size in range(1, len(order) + 1):
         found = tuple(
             frozenset(c)
@@ -842,8 +881,8 @@ def explain(
             if judge(parsed, outputs, c, budget=budget).accepted
         )
         if found:
-            return Explanation(found, strict)
-    return Explanation((), strict)
+            return Explanation(found, strict, relaxed)
+    raise AssertionError("every relaxation together accepts, so some subset does")
 
 
 # =============================================================================================
