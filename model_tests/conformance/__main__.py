@@ -31,6 +31,7 @@ from model_tests.conformance.report import (
     conformance_doc,
     generate_scenarios,
     markdown,
+    probes,
     run_kit,
     summary,
 )
@@ -56,6 +57,7 @@ def kit_run(
     seed_value: int = 0,
     given: Sequence[dict[str, Any]] | None = None,
     shrink_findings: bool = True,
+    source: str | None = None,
 ) -> KitRun:
     """One run of the kit on ``endpoint`` (opened and closed here): ``given`` scenarios, or
     ``scenarios`` generated ones for ``seed_value``."""
@@ -82,16 +84,19 @@ def kit_run(
             seed_value=seed_value,
             valid=lambda s: not check_profile(s),
             shrink_findings=shrink_findings,
+            source=source or ("generated" if given is None else "given"),
         )
 
 
 def doc_runs(scenarios: int = DOC_SCENARIOS, seed_value: int = DOC_SEED) -> list[KitRun]:
-    """The runs of ``docs/conformance.md``: moto and moto-server, standard then FIFO."""
-    return [
-        kit_run(endpoint, fifo=fifo, scenarios=scenarios, seed_value=seed_value)
-        for fifo in (False, True)
-        for endpoint in ("moto", "moto-server")
-    ]
+    """The runs of ``docs/conformance.md``: moto and moto-server, standard then FIFO, the
+    generated scenarios then the probes."""
+    runs = []
+    for fifo in (False, True):
+        for endpoint in ("moto", "moto-server"):
+            runs.append(kit_run(endpoint, fifo=fifo, scenarios=scenarios, seed_value=seed_value))
+            runs.append(kit_run(endpoint, fifo=fifo, given=probes(fifo), source="probes"))
+    return runs
 
 
 def _read_scenarios(path: str, fifo: bool) -> list[dict[str, Any]]:

@@ -105,6 +105,8 @@ class KitRun:
     scenarios: int
     conforming: int
     findings: tuple[Finding, ...]
+    #: What the scenarios were: ``"generated"`` (from the seed) or ``"probes"`` (:data:`PROBES`).
+    source: str = "generated"
 
     @property
     def admitted(self) -> bool:
@@ -146,6 +148,7 @@ def run_kit(
     valid: Callable[[Scenario], bool] | None = None,
     shrink_findings: bool = True,
     max_runs: int = 300,
+    source: str = "generated",
 ) -> KitRun:
     """Run every scenario with ``run``, explain each, group the divergences, shrink one per
     group (keeping its group; ``valid`` keeps shrunk scenarios inside the profile)."""
@@ -192,6 +195,7 @@ def run_kit(
         scenarios=len(scenarios),
         conforming=conforming,
         findings=tuple(findings),
+        source=source,
     )
 
 
@@ -209,7 +213,7 @@ def summary(run: KitRun) -> str:
     divergent = run.scenarios - run.conforming
     lines = [
         f"{run.endpoint}, {run.queue_type} queues, profile {run.profile.name}, "
-        f"{run.scenarios} scenarios (seed {run.seed}): {run.conforming} as the model, "
+        f"{_what(run)}: {run.conforming} as the model, "
         f"{divergent} divergent in {len(run.findings)} behaviours",
     ]
     width = max((len(f.key) for f in run.findings), default=0)
@@ -220,6 +224,14 @@ def summary(run: KitRun) -> str:
     verdict = "admitted" if run.admitted else "NOT admitted"
     lines.append(f"verdict: {verdict} by profile {run.profile.name}")
     return "\n".join(lines)
+
+
+def _what(run: KitRun) -> str:
+    if run.source == "generated":
+        return f"{run.scenarios} scenarios (seed {run.seed})"
+    if run.source == "probes":
+        return f"{run.scenarios} probes"
+    return f"{run.scenarios} {run.source} scenarios"
 
 
 def _first(f: Finding) -> str:
@@ -293,10 +305,15 @@ def _behaviour_details(run: KitRun, anchor: str) -> list[str]:
 def markdown(run: KitRun, *, heading: str = "#", anchor: str = "behaviour") -> str:
     """One run as Markdown: the counts, the behaviours table, each minimal scenario."""
     divergent = run.scenarios - run.conforming
+    what = {
+        "probes": f"The {run.scenarios} probes (scenarios written to show the behaviours "
+        "measured when the kit was built)",
+        "generated": f"{run.scenarios} generated scenarios of the SQS profile (seed {run.seed})",
+    }.get(run.source, f"{run.scenarios} {run.source} scenarios")
     lines = [
-        f"{heading} {run.endpoint}, {run.queue_type} queues",
+        f"{heading} {run.endpoint}, {run.queue_type} queues, {run.source}",
         "",
-        f"{run.scenarios} scenarios of the SQS profile (seed {run.seed}): {run.conforming} "
+        f"{what}: {run.conforming} "
         f"gave the model's outputs, {divergent} diverged, in {len(run.findings)} behaviours. "
         f"Profile `{run.profile.name}`: "
         + ("admits every behaviour seen." if run.admitted else "does **not** admit all of them."),
@@ -380,21 +397,128 @@ def conformance_doc(runs: Sequence[KitRun], command: str) -> str:
         lines.append(f"- `{p.name}` ({names}): {p.why}.")
     lines.append("")
     for fifo in (False, True):
-        group = [r for r in runs if r.fifo == fifo]
-        if not group:
-            continue
         kind = "FIFO" if fifo else "Standard"
-        lines += [f"## {kind} queues", ""]
-        first = group[0]
-        if len(group) > 1 and all(_same_behaviours(first, r) for r in group[1:]):
-            names = " and ".join(r.endpoint for r in group)
-            lines += [
-                f"Identical on {names}: the same verdicts, the same minimal scenarios, the "
-                "same outputs.",
-                "",
-            ]
-            group = [first]
-        for r in group:
-            anchor = f"{'fifo' if fifo else 'std'}-{r.endpoint}"
-            lines.append(markdown(r, heading="###", anchor=anchor))
+        if any(r.fifo == fifo for r in runs):
+            lines += [f"## {kind} queues", ""]
+        for source in ("generated", "probes"):
+            group = [r for r in runs if r.fifo == fifo and r.source == source]
+            if not group:
+                continue
+            first = group[0]
+            if len(group) > 1 and all(_same_behaviours(first, r) for r in group[1:]):
+                names = " and ".join(r.endpoint for r in group)
+                lines += [
+                    f"{kind} queues, {source}: identical on {names} (the same verdicts, the "
+                    "same minimal scenarios, the same outputs); shown once.",
+                    "",
+                ]
+                group = [first]
+            for r in group:
+                lines.append(markdown(r, heading="###", anchor=section_anchor(r)))
     return "\n".join(lines).rstrip() + "\n"
+
+
+def section_anchor(run: KitRun) -> str:
+    """The anchor prefix of a run's section in ``docs/conformance.md``."""
+    return f"{'fifo' if run.fifo else 'std'}-{run.source}-{run.endpoint}"
+
+
+def _probe(fifo: bool, ops: list[Any], max_receives: int | None = None) -> dict[str, Any]:
+    sc: dict[str, Any] = {"capacity": None, "visibility_timeout": 1}
+    if fifo:
+        sc["fifo"] = True
+    if max_receives is not None:
+        sc["max_receives"] = max_receives
+    return {**sc, "ops": ops}
+
+
+_REDELIVERED = [["enqueue", "a", "A"], ["reserve"], ["advance", 2], ["reserve"]]
+_FIFO_REDELIVERED = [
+    ["enqueue", "a", "A", {"group": "g"}],
+    ["reserve"],
+    ["advance", 2],
+    ["reserve"],
+]
+
+#: Scenarios written to show each behaviour measured on moto 5.2.5 when the kit was built
+#: (issue 16), whatever the generator happens to draw: (what it shows, the scenario).
+PROBES: Final[tuple[tuple[str, dict[str, Any]], ...]] = (
+    (
+        "a stale delete after the redelivery deletes the redelivered copy",
+        _probe(False, [*_REDELIVERED, ["ack", "a", 1], ["ack", "a", 2]]),
+    ),
+    (
+        "a stale visibility change acts on the current delivery",
+        _probe(False, [*_REDELIVERED, ["extend", "a", 1, 0], ["reserve"]]),
+    ),
+    (
+        "a visibility change of a visible message hides it",
+        _probe(
+            False,
+            [
+                ["enqueue", "a", "A"],
+                ["reserve"],
+                ["advance", 2],
+                ["extend", "a", 1, 5],
+                ["reserve"],
+                ["advance", 6],
+                ["reserve"],
+            ],
+        ),
+    ),
+    (
+        "a redelivered message returns to its old place, not the tail",
+        _probe(
+            False,
+            [
+                ["enqueue", "a", "A"],
+                ["reserve"],
+                ["enqueue", "b", "B"],
+                ["advance", 2],
+                ["reserve"],
+            ],
+        ),
+    ),
+    (
+        "dead-lettering happens on the next receive, not at the deadline",
+        _probe(
+            False,
+            [["enqueue", "a", "A"], ["reserve"], ["advance", 2], ["dead"], ["reserve"], ["dead"]],
+            max_receives=1,
+        ),
+    ),
+    (
+        "a stale delete on a FIFO queue succeeds and deletes the redelivery",
+        _probe(True, [*_FIFO_REDELIVERED, ["ack", "a", 1], ["reserve"]]),
+    ),
+    (
+        "a deduplicated FIFO send answers success",
+        _probe(
+            True,
+            [
+                ["enqueue", "a", "A", {"group": "g", "dedup": "x"}],
+                ["enqueue", "b", "B", {"group": "g", "dedup": "x"}],
+                ["reserve"],
+                ["ack", "a", 1],
+                ["reserve"],
+            ],
+        ),
+    ),
+    (
+        "a purge forgets the FIFO queue's deduplication ids",
+        _probe(
+            True,
+            [
+                ["enqueue", "a", "A", {"group": "g", "dedup": "x"}],
+                ["purge"],
+                ["enqueue", "b", "B", {"group": "g", "dedup": "x"}],
+                ["reserve"],
+            ],
+        ),
+    ),
+)
+
+
+def probes(fifo: bool) -> list[dict[str, Any]]:
+    """The :data:`PROBES` of one queue type."""
+    return [sc for _, sc in PROBES if bool(sc.get("fifo")) == fifo]
