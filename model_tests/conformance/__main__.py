@@ -15,6 +15,11 @@ or a scenario outside the profile.
 
 ``--docs PATH`` writes the project's ``docs/conformance.md``: moto in-process and moto-server,
 standard and FIFO queues, with the fixed parameters :data:`DOC_SCENARIOS` and :data:`DOC_SEED`.
+
+``--bench`` measures the endpoint through the kit instead (``docs/benchmarks.md``, section "SQS
+endpoints through the conformance kit"): scenarios per second on the endpoint, of the oracle
+and of the model, for the docs' scenarios; and the time of one send + receive + delete cycle
+with 0, 100 and 1000 messages in flight (moto recounts its messages on every call).
 """
 
 from __future__ import annotations
@@ -99,6 +104,61 @@ def doc_runs(scenarios: int = DOC_SCENARIOS, seed_value: int = DOC_SEED) -> list
     return runs
 
 
+def bench(endpoint: str, scenarios: int = 200, cycles: int = 100) -> list[str]:
+    """The ``--bench`` figures of ``endpoint``, one line each (wall-clock time: a benchmark)."""
+    import time
+
+    from model_tests.conformance.oracle import explain
+    from model_tests.conformance.profile import sqs_scenarios
+    from model_tests.conformance.sqs import SqsTarget, open_endpoint, run_on_sqs
+    from model_tests.scenario_format import QUEUE_DEFAULT, QueueConfig, parse_scenario
+    from model_tests.targets import run_scenario
+
+    lines = []
+    with open_endpoint(endpoint) as opened:
+        for fifo in (False, True):
+            drawn = generate_scenarios(sqs_scenarios(fifo=fifo), scenarios, DOC_SEED)
+            parsed = [parse_scenario(s) for s in drawn]
+            ops = sum(len(s.ops) for s in parsed)
+            start = time.perf_counter()
+            outputs = [run_on_sqs(s, opened) for s in parsed]
+            on_endpoint = time.perf_counter() - start
+            start = time.perf_counter()
+            for s, out in zip(parsed, outputs, strict=True):
+                explain(s, out)
+            oracle = time.perf_counter() - start
+            start = time.perf_counter()
+            for s in parsed:
+                run_scenario(s, "model")
+            model = time.perf_counter() - start
+            lines.append(
+                f"{endpoint}, {'FIFO' if fifo else 'standard'}: {len(parsed) / on_endpoint:.1f} "
+                f"scenarios/s ({ops / on_endpoint:.0f} ops/s) on the endpoint; the oracle "
+                f"{len(parsed) / oracle:.0f} scenarios/s; the model {len(parsed) / model:.0f}"
+            )
+        per_cycle = []
+        for held in (0, 100, 1000):
+            target = SqsTarget(QueueConfig(capacity=None, visibility_timeout=3600), opened)
+            try:
+                for i in range(0, held, 10):
+                    ids = range(i, min(held, i + 10))
+                    target.send_batch([(f"h{j}", "x", QUEUE_DEFAULT) for j in ids])
+                    target.receive_batch(10, QUEUE_DEFAULT)
+                start = time.perf_counter()
+                for k in range(cycles):
+                    target.send(f"c{k}", "y", QUEUE_DEFAULT)
+                    got = target.receive(QUEUE_DEFAULT)
+                    if got is None or not target.delete(got[0], got[2]):
+                        raise RuntimeError(f"bench: cycle {k} lost its message on {endpoint}")
+                per_cycle.append(
+                    f"{held} in flight {(time.perf_counter() - start) / cycles * 1e3:.1f} ms"
+                )
+            finally:
+                target.close()
+        lines.append(f"{endpoint}: send + receive + delete cycle: {', '.join(per_cycle)}")
+    return lines
+
+
 def _read_scenarios(path: str, fifo: bool) -> list[dict[str, Any]]:
     """The scenarios of a JSON-lines file, each checked: valid, of the queue type, inside the
     SQS profile; a ``ValueError`` naming the line otherwise."""
@@ -151,9 +211,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--docs", help="write docs/conformance.md (moto and moto-server, both queue types)"
     )
+    parser.add_argument(
+        "--bench", action="store_true", help="measure the endpoint's throughput through the kit"
+    )
     args = parser.parse_args(argv)
     if args.scenarios < 0:
         parser.error(f"--scenarios must be >= 0, got {args.scenarios}")
+    if args.bench:
+        for line in bench(args.endpoint):
+            print(line, flush=True)
+        return 0
     if args.docs:
         runs = doc_runs()
         Path(args.docs).write_text(conformance_doc(runs, DOC_COMMAND))
