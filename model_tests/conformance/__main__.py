@@ -63,6 +63,7 @@ def kit_run(
     given: Sequence[dict[str, Any]] | None = None,
     shrink_findings: bool = True,
     source: str | None = None,
+    labels: Sequence[str] | None = None,
 ) -> KitRun:
     """One run of the kit on ``endpoint`` (opened and closed here): ``given`` scenarios, or
     ``scenarios`` generated ones for ``seed_value``."""
@@ -90,7 +91,21 @@ def kit_run(
             valid=lambda s: not check_profile(s),
             shrink_findings=shrink_findings,
             source=source or ("generated" if given is None else "given"),
+            labels=labels,
         )
+
+
+def probe_run(endpoint: str, fifo: bool) -> KitRun:
+    """The :data:`~model_tests.conformance.report.PROBES` of one queue type on ``endpoint``,
+    each its own finding, as written."""
+    chosen = probes(fifo)
+    return kit_run(
+        endpoint,
+        fifo=fifo,
+        given=[sc for _, sc in chosen],
+        source="probes",
+        labels=[what for what, _ in chosen],
+    )
 
 
 def doc_runs(scenarios: int = DOC_SCENARIOS, seed_value: int = DOC_SEED) -> list[KitRun]:
@@ -100,7 +115,7 @@ def doc_runs(scenarios: int = DOC_SCENARIOS, seed_value: int = DOC_SEED) -> list
     for fifo in (False, True):
         for endpoint in ("moto", "moto-server"):
             runs.append(kit_run(endpoint, fifo=fifo, scenarios=scenarios, seed_value=seed_value))
-            runs.append(kit_run(endpoint, fifo=fifo, given=probes(fifo), source="probes"))
+            runs.append(probe_run(endpoint, fifo))
     return runs
 
 

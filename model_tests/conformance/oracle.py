@@ -641,8 +641,9 @@ def _apply_strict(rules: _Rules, w: _World, op: Op) -> tuple[_World, Output]:
         case Invoke("send", args):
             id, body, delay = _str(args[0]), _str(args[1]), args[2]
             if cfg.fifo:
-                group, dedup = args[3], args[4]
-                after, r = spec.send(s, id, body, None, w.now, group=group, dedup_id=dedup)  # type: ignore[arg-type]
+                group, dedup = _str(args[3]), args[4]
+                assert dedup is None or isinstance(dedup, str)
+                after, r = spec.send(s, id, body, None, w.now, group=group, dedup_id=dedup)
             else:
                 d = cfg.delay if delay is QUEUE_DEFAULT else _float(delay)
                 after, r = spec.send(s, id, body, d, w.now)

@@ -87,6 +87,8 @@ class Finding:
     model: list[Output]
     explanation: Explanation
     admitted: bool
+    #: What the scenario was written to show (a probe's description), if it was.
+    label: str | None = None
 
     @property
     def relaxations(self) -> frozenset[Relaxation]:
@@ -149,19 +151,40 @@ def run_kit(
     shrink_findings: bool = True,
     max_runs: int = 300,
     source: str = "generated",
+    labels: Sequence[str] | None = None,
 ) -> KitRun:
     """Run every scenario with ``run``, explain each, group the divergences, shrink one per
-    group (keeping its group; ``valid`` keeps shrunk scenarios inside the profile)."""
+    group (keeping its group; ``valid`` keeps shrunk scenarios inside the profile).
+
+    With ``labels`` (one per scenario: what it was written to show, as :data:`PROBES`) every
+    divergent scenario is its own finding, labelled, in the given order, as written.
+    """
+    if labels is not None and len(labels) != len(scenarios):
+        raise ValueError(f"labels: {len(labels)} labels for {len(scenarios)} scenarios")
     groups: dict[str, list[Scenario]] = {}
     conforming = 0
-    for raw in scenarios:
+    findings: list[Finding] = []
+    for i, raw in enumerate(scenarios):
         parsed = parse_scenario(raw)
-        e = explain(parsed, run(parsed))
+        outputs = run(parsed)
+        e = explain(parsed, outputs)
         if e.conforms:
             conforming += 1
-            continue
-        groups.setdefault(group_key(e), []).append(parsed)
-    findings: list[Finding] = []
+        elif labels is not None:
+            findings.append(
+                Finding(
+                    key=group_key(e),
+                    count=1,
+                    scenario=to_json(parsed),
+                    outputs=outputs,
+                    model=run_scenario(parsed, "model"),
+                    explanation=e,
+                    admitted=profile.admits(e),
+                    label=labels[i],
+                )
+            )
+        else:
+            groups.setdefault(group_key(e), []).append(parsed)
     for key, members in groups.items():
         smallest = min(members, key=lambda s: len(s.ops))
         minimal = smallest
@@ -186,7 +209,8 @@ def run_kit(
                 admitted=profile.admits(e),
             )
         )
-    findings.sort(key=lambda f: (f.key.startswith(UNEXPLAINED), -f.count, f.key))
+    if labels is None:
+        findings.sort(key=lambda f: (f.key.startswith(UNEXPLAINED), -f.count, f.key))
     return KitRun(
         endpoint=endpoint,
         fifo=fifo,
@@ -269,6 +293,8 @@ def _behaviour_table(run: KitRun, anchor: str) -> list[str]:
         v = f.explanation.strict
         model = _compact(v.allowed[0]) if v.allowed else "?"
         seen = f"op {v.op_index} `{_compact(v.op)}` gives `{_compact(v.observed)}`"
+        if f.label is not None:
+            seen = f"{f.label}: {seen}"
         ours = f"`{model}`"
         lines.append(
             f"| [{i}](#{anchor}-{i}) | {_cell(f.key)} | {_cell(_aws(f))} | {_cell(seen)} "
@@ -505,6 +531,20 @@ PROBES: Final[tuple[tuple[str, dict[str, Any]], ...]] = (
         ),
     ),
     (
+        "two messages of a FIFO group received together and released: the later one comes "
+        "back first, alone",
+        _probe(
+            True,
+            [
+                ["enqueue", "a", "A", {"group": "g"}],
+                ["enqueue", "b", "B", {"group": "g"}],
+                ["reserve_batch", 2],
+                ["advance", 2],
+                ["reserve_batch", 2],
+            ],
+        ),
+    ),
+    (
         "a purge forgets the FIFO queue's deduplication ids",
         _probe(
             True,
@@ -519,6 +559,6 @@ PROBES: Final[tuple[tuple[str, dict[str, Any]], ...]] = (
 )
 
 
-def probes(fifo: bool) -> list[dict[str, Any]]:
-    """The :data:`PROBES` of one queue type."""
-    return [sc for _, sc in PROBES if bool(sc.get("fifo")) == fifo]
+def probes(fifo: bool) -> list[tuple[str, dict[str, Any]]]:
+    """The :data:`PROBES` of one queue type: (what it shows, the scenario)."""
+    return [(what, sc) for what, sc in PROBES if bool(sc.get("fifo")) == fifo]
