@@ -46,8 +46,8 @@ from model_tests.scenarios import (
     DEDUPS,
     GROUPS,
     PAYLOADS,
-    _receipt_args,
-    _sizes,
+    batch_size,
+    receipt_args,
     timers,
 )
 from model_tests.targets import ModelTarget, apply
@@ -269,7 +269,7 @@ def _op(draw: st.DrawFn, model: ModelTarget, ids: _Ids, purged: dict[int, float]
         return ["enqueue", *draw(_message(ids, fifo, DEDUPS))]
     if name == "enqueue_batch":
         entries: list[list[Any]] = []
-        for _ in range(_sizes(draw)):
+        for _ in range(batch_size(draw)):
             used = {e[2].get("dedup") for e in entries if len(e) == 3}
             free = tuple(d for d in DEDUPS if d not in used)
             entries.append(draw(_message(ids, fifo, free)))
@@ -277,22 +277,23 @@ def _op(draw: st.DrawFn, model: ModelTarget, ids: _Ids, purged: dict[int, float]
     if name == "reserve":
         return ["reserve"] if draw(st.booleans()) else ["reserve", draw(st.sampled_from(VTS))]
     if name == "reserve_batch":
-        n = _sizes(draw)
+        n = batch_size(draw)
         return (
             ["reserve_batch", n]
             if draw(st.booleans())
             else ["reserve_batch", n, draw(st.sampled_from(VTS))]
         )
     if name in ("ack", "retry"):
-        return [name, *draw(_receipt_args(model))]
+        return [name, *draw(receipt_args(model))]
     if name == "extend":
-        return ["extend", *draw(_receipt_args(model)), draw(st.sampled_from(SHORT))]
+        return ["extend", *draw(receipt_args(model)), draw(st.sampled_from(SHORT))]
     if name == "ack_batch":
-        receipts = [list(draw(_receipt_args(model))) for _ in range(_sizes(draw))]
+        receipts = [list(draw(receipt_args(model))) for _ in range(batch_size(draw))]
         return ["ack_batch", _distinct(receipts)]
     if name == "extend_batch":
         changes = [
-            [*draw(_receipt_args(model)), draw(st.sampled_from(SHORT))] for _ in range(_sizes(draw))
+            [*draw(receipt_args(model)), draw(st.sampled_from(SHORT))]
+            for _ in range(batch_size(draw))
         ]
         return ["extend_batch", _distinct(changes)]
     if name == "purge":
