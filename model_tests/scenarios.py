@@ -73,7 +73,7 @@ def _advance(draw: st.DrawFn, model: ModelTarget) -> list[Any]:
 
 
 @st.composite
-def _receipt_args(draw: st.DrawFn, model: ModelTarget) -> tuple[str, int]:
+def receipt_args(draw: st.DrawFn, model: ModelTarget) -> tuple[str, int]:
     """(id, attempt): usually a live delivery of the current queue, else anything nearby."""
     state = model.states[model.current]
     live = [(m.id, m.attempt) for m in state.messages if m.status is spec.Status.IN_FLIGHT]
@@ -104,7 +104,7 @@ def _message(draw: st.DrawFn, fifo: bool = False, dedups: tuple[str, ...] = DEDU
     return out
 
 
-def _sizes(draw: st.DrawFn) -> int:
+def batch_size(draw: st.DrawFn) -> int:
     """A batch's size: mostly 1 to 3, sometimes up to :data:`MAX_BATCH`."""
     return draw(st.integers(1, 3) if draw(st.integers(0, 4)) else st.integers(1, MAX_BATCH))
 
@@ -139,35 +139,35 @@ def _op(draw: st.DrawFn, model: ModelTarget) -> list[Any]:
         return ["enqueue", *draw(_message(fifo))]
     if name == "enqueue_batch":
         if fifo:
-            return ["enqueue_batch", _fifo_batch(draw, _sizes(draw))]
-        return ["enqueue_batch", [draw(_message()) for _ in range(_sizes(draw))]]
+            return ["enqueue_batch", _fifo_batch(draw, batch_size(draw))]
+        return ["enqueue_batch", [draw(_message()) for _ in range(batch_size(draw))]]
     if name == "reserve":
         form = draw(st.integers(0, 3))
         if form == 0:
             return ["reserve"] if draw(st.booleans()) else ["reserve", None]
         return ["reserve"] if form == 1 else ["reserve", _json_time(draw(quarters))]
     if name == "reserve_batch":
-        n = _sizes(draw)
+        n = batch_size(draw)
         form = draw(st.integers(0, 3))
         if form == 0:
             return ["reserve_batch", n, None]
         return ["reserve_batch", n] if form == 1 else ["reserve_batch", n, draw(_vt())]
     if name == "ack_batch":
-        return ["ack_batch", [list(draw(_receipt_args(model))) for _ in range(_sizes(draw))]]
+        return ["ack_batch", [list(draw(receipt_args(model))) for _ in range(batch_size(draw))]]
     if name == "extend_batch":
         return [
             "extend_batch",
             [
-                [*draw(_receipt_args(model)), _json_time(draw(quarters))]
-                for _ in range(_sizes(draw))
+                [*draw(receipt_args(model)), _json_time(draw(quarters))]
+                for _ in range(batch_size(draw))
             ],
         ]
     if name == "purge":
         return ["purge"]
     if name in ("ack", "retry"):
-        return [name, *draw(_receipt_args(model))]
+        return [name, *draw(receipt_args(model))]
     if name == "extend":
-        id, attempt = draw(_receipt_args(model))
+        id, attempt = draw(receipt_args(model))
         return ["extend", id, attempt, _json_time(draw(quarters))]
     if name == "cancel":
         accepted = sorted(model.states[model.current].ids())

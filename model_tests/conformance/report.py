@@ -1,0 +1,564 @@
+"""The conformance kit's run and what it writes: verdicts grouped by explanation, shrunk, reported.
+
+:func:`run_kit` runs scenarios on an endpoint (any ``run`` function: an SQS endpoint, or one of
+the project's own targets in the tests), judges each run with :func:`oracle.explain`, groups the
+divergences by their explanation, and shrinks one scenario per group (the one with the fewest
+ops) to a minimal one that keeps that explanation. The result, a :class:`KitRun`, is printed
+by :func:`summary`, written as Markdown by :func:`markdown` (``--report``), and assembled for the
+project's own page by :func:`conformance_doc` (``docs/conformance.md``).
+
+Everything here is deterministic for a seed: the scenarios come from Hypothesis's generator
+with a fixed seed (:func:`generate_scenarios`), an endpoint on a patched clock behaves the same
+every run, and the report contains no timing, so a committed report can be checked for
+freshness by regenerating it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+from hypothesis import HealthCheck, Phase, given, seed, settings
+from hypothesis import strategies as st
+
+from model_tests.conformance.oracle import (
+    PROFILES,
+    RELAXATIONS,
+    Explanation,
+    Profile,
+    Relaxation,
+    explain,
+    json_line,
+    shrink,
+    to_json,
+)
+from model_tests.scenario_format import Scenario, parse_scenario
+from model_tests.targets import Output, run_scenario
+
+#: A function that runs one scenario on an endpoint and returns its outputs.
+Runner = Callable[[Scenario], list[Output]]
+
+#: The group name of runs that no set of relaxations explains, before the op name.
+UNEXPLAINED: Final = "unexplained"
+
+
+def generate_scenarios(
+    strategy: st.SearchStrategy[dict[str, Any]], n: int, seed_value: int
+) -> list[dict[str, Any]]:
+    """``n`` scenarios drawn from ``strategy``, the same ones for the same seed.
+
+    Hypothesis's generation phase only, with a fixed seed and no example database, so nothing
+    from earlier runs (or other tests) changes what is drawn.
+    """
+    drawn: list[dict[str, Any]] = []
+
+    @seed(seed_value)
+    @settings(
+        max_examples=n,
+        database=None,
+        deadline=None,
+        phases=[Phase.generate],
+        suppress_health_check=list(HealthCheck),
+    )
+    @given(strategy)
+    def collect(scenario: dict[str, Any]) -> None:
+        drawn.append(scenario)
+
+    collect()
+    return drawn
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """One behaviour: the divergences that share an explanation, with a minimal scenario.
+
+    ``key`` names the group (:attr:`Explanation.key`, or ``unexplained: <op>`` with the op at
+    which even every relaxation together fails), ``count`` how many of the run's scenarios
+    showed it, ``scenario`` the shrunk scenario (JSON), ``outputs`` the endpoint's outputs on it
+    and ``model`` the model's, ``explanation`` the oracle's on it.
+    """
+
+    key: str
+    count: int
+    scenario: dict[str, Any]
+    outputs: list[Output]
+    model: list[Output]
+    explanation: Explanation
+    admitted: bool
+    #: What the scenario was written to show (a probe's description), if it was.
+    label: str | None = None
+
+    @property
+    def relaxations(self) -> frozenset[Relaxation]:
+        """Every relaxation named by the minimal sets (empty when unexplained)."""
+        return frozenset(r for s in self.explanation.sets for r in s)
+
+
+@dataclass(frozen=True, slots=True)
+class KitRun:
+    """The verdicts of one run of the kit: one endpoint, one queue type, one profile."""
+
+    endpoint: str
+    fifo: bool
+    profile: Profile
+    seed: int
+    scenarios: int
+    conforming: int
+    findings: tuple[Finding, ...]
+    #: What the scenarios were: ``"generated"`` (from the seed) or ``"probes"`` (:data:`PROBES`).
+    source: str = "generated"
+
+    @property
+    def admitted(self) -> bool:
+        """Whether the profile admits every behaviour seen (the CLI's exit status 0)."""
+        return all(f.admitted for f in self.findings)
+
+    @property
+    def queue_type(self) -> str:
+        return "FIFO" if self.fifo else "standard"
+
+
+def group_key(explanation: Explanation) -> str:
+    """The group of a run: its explanation's key; for an unexplained run, also the op at
+    which every relaxation together fails (different failures are different behaviours)."""
+    if explanation.unexplained:
+        op = explanation.relaxed.op
+        name = op[0] if isinstance(op, list) and op else "?"
+        return f"{UNEXPLAINED}: {name}"
+    return explanation.key
+
+
+def _keeps(key: str) -> Callable[[Scenario, Sequence[Output]], bool]:
+    """The shrinker's test: a run still in the group ``key``."""
+
+    def keep(scenario: Scenario, outputs: Sequence[Output]) -> bool:
+        return group_key(explain(scenario, outputs)) == key
+
+    return keep
+
+
+def run_kit(
+    scenarios: Sequence[Mapping[str, Any]],
+    run: Runner,
+    *,
+    profile: Profile,
+    endpoint: str,
+    fifo: bool,
+    seed_value: int = 0,
+    valid: Callable[[Scenario], bool] | None = None,
+    shrink_findings: bool = True,
+    max_runs: int = 300,
+    source: str = "generated",
+    labels: Sequence[str] | None = None,
+) -> KitRun:
+    """Run every scenario with ``run``, explain each, group the divergences, shrink one per
+    group (keeping its group; ``valid`` keeps shrunk scenarios inside the profile).
+
+    With ``labels`` (one per scenario: what it was written to show, as :data:`PROBES`) every
+    divergent scenario is its own finding, labelled, in the given order, as written.
+    """
+    if labels is not None and len(labels) != len(scenarios):
+        raise ValueError(f"labels: {len(labels)} labels for {len(scenarios)} scenarios")
+    groups: dict[str, list[Scenario]] = {}
+    conforming = 0
+    findings: list[Finding] = []
+    for i, raw in enumerate(scenarios):
+        parsed = parse_scenario(raw)
+        outputs = run(parsed)
+        e = explain(parsed, outputs)
+        if e.conforms:
+            conforming += 1
+        elif labels is not None:
+            findings.append(
+                Finding(
+                    key=group_key(e),
+                    count=1,
+                    scenario=to_json(parsed),
+                    outputs=outputs,
+                    model=run_scenario(parsed, "model"),
+                    explanation=e,
+                    admitted=profile.admits(e),
+                    label=labels[i],
+                )
+            )
+        else:
+            groups.setdefault(group_key(e), []).append(parsed)
+    for key, members in groups.items():
+        smallest = min(members, key=lambda s: len(s.ops))
+        minimal = smallest
+        if shrink_findings:
+            minimal = shrink(
+                smallest,
+                run,
+                _keeps(key),
+                valid=valid,
+                max_runs=max_runs,
+            )
+        outputs = run(minimal)
+        e = explain(minimal, outputs)
+        findings.append(
+            Finding(
+                key=key,
+                count=len(members),
+                scenario=to_json(minimal),
+                outputs=outputs,
+                model=run_scenario(minimal, "model"),
+                explanation=e,
+                admitted=profile.admits(e),
+            )
+        )
+    if labels is None:
+        findings.sort(key=lambda f: (f.key.startswith(UNEXPLAINED), -f.count, f.key))
+    return KitRun(
+        endpoint=endpoint,
+        fifo=fifo,
+        profile=profile,
+        seed=seed_value,
+        scenarios=len(scenarios),
+        conforming=conforming,
+        findings=tuple(findings),
+        source=source,
+    )
+
+
+# =============================================================================================
+# What is printed and written
+# =============================================================================================
+
+
+def _compact(x: object) -> str:
+    return json.dumps(x, separators=(",", ":"))
+
+
+def summary(run: KitRun) -> str:
+    """The lines the CLI prints: counts, one line per behaviour, the verdict."""
+    divergent = run.scenarios - run.conforming
+    lines = [
+        f"{run.endpoint}, {run.queue_type} queues, profile {run.profile.name}, "
+        f"{_what(run)}: {run.conforming} as the model, "
+        f"{divergent} divergent in {len(run.findings)} behaviours",
+    ]
+    width = max((len(f.key) for f in run.findings), default=0)
+    for f in run.findings:
+        admitted = "admitted" if f.admitted else "NOT admitted"
+        lines.append(f"  {f.key:<{width}}  {f.count:>4}  {admitted:<12}  {_first(f)}")
+        lines.append(f"  {'':<{width}}        minimal: {json_line(f.scenario)}")
+    verdict = "admitted" if run.admitted else "NOT admitted"
+    lines.append(f"verdict: {verdict} by profile {run.profile.name}")
+    return "\n".join(lines)
+
+
+def _what(run: KitRun) -> str:
+    if run.source == "generated":
+        return f"{run.scenarios} scenarios (seed {run.seed})"
+    if run.source == "probes":
+        return f"{run.scenarios} probes"
+    return f"{run.scenarios} {run.source} scenarios"
+
+
+def _first(f: Finding) -> str:
+    """Where the minimal scenario first departs from the model: the op, both outputs."""
+    v = f.explanation.strict
+    model = _compact(v.allowed[0]) if v.allowed else "?"
+    return f"op {v.op_index} {_compact(v.op)}: endpoint {_compact(v.observed)}, model {model}"
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _aws(f: Finding) -> str:
+    """What AWS documents about the behaviour: the cited sentence of each relaxation."""
+    if not f.relaxations:
+        return "nothing that allows it (no relaxation explains it)"
+    parts = []
+    for r in RELAXATIONS:
+        if r in f.relaxations:
+            c = r.citation
+            verb = "documents" if r.documented else "documents the opposite"
+            parts.append(f'{r.name} ({verb}): "{c.quote}" ([source]({c.url}))')
+    return "<br>".join(parts)
+
+
+def _behaviour_table(run: KitRun, anchor: str) -> list[str]:
+    endpoint = run.endpoint
+    lines = [
+        f"| # | relaxation needed | what AWS documents | what {endpoint} does "
+        f"| what this project does | {run.profile.name} admits | scenarios |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for i, f in enumerate(run.findings, start=1):
+        v = f.explanation.strict
+        model = _compact(v.allowed[0]) if v.allowed else "?"
+        seen = f"op {v.op_index} `{_compact(v.op)}` gives `{_compact(v.observed)}`"
+        if f.label is not None:
+            seen = f"{f.label}: {seen}"
+        ours = f"`{model}`"
+        lines.append(
+            f"| [{i}](#{anchor}-{i}) | {_cell(f.key)} | {_cell(_aws(f))} | {_cell(seen)} "
+            f"| {_cell(ours)} | {'yes' if f.admitted else '**no**'} | {f.count} |"
+        )
+    return lines
+
+
+def _behaviour_details(run: KitRun, anchor: str) -> list[str]:
+    lines: list[str] = []
+    for i, f in enumerate(run.findings, start=1):
+        lines += [
+            f'<a id="{anchor}-{i}"></a>',
+            f"**{i}. {f.key}**" + ("" if f.admitted else f" (not admitted by {run.profile.name})"),
+            "",
+        ]
+        for r in RELAXATIONS:
+            if r in f.relaxations:
+                lines.append(f"- {r.name}: {r.meaning}.")
+        if not f.relaxations:
+            lines.append(f"- {_cell(str(f.explanation.relaxed))}.")
+        lines += [
+            "",
+            "```",
+            json_line(f.scenario),
+            f"# {run.endpoint}: {_compact(f.outputs)}",
+            f"# model:  {_compact(f.model)}",
+            "```",
+            "",
+        ]
+    return lines
+
+
+def markdown(run: KitRun, *, heading: str = "#", anchor: str = "behaviour") -> str:
+    """One run as Markdown: the counts, the behaviours table, each minimal scenario."""
+    divergent = run.scenarios - run.conforming
+    what = {
+        "probes": f"The {run.scenarios} probes (scenarios written to show the behaviours "
+        "measured when the kit was built)",
+        "generated": f"{run.scenarios} generated scenarios of the SQS profile (seed {run.seed})",
+    }.get(run.source, f"{run.scenarios} {run.source} scenarios")
+    lines = [
+        f"{heading} {run.endpoint}, {run.queue_type} queues, {run.source}",
+        "",
+        f"{what}: {run.conforming} "
+        f"gave the model's outputs, {divergent} diverged, in {len(run.findings)} behaviours. "
+        f"Profile `{run.profile.name}`: "
+        + ("admits every behaviour seen." if run.admitted else "does **not** admit all of them."),
+        "",
+    ]
+    if run.findings:
+        lines += _behaviour_table(run, anchor)
+        lines += [
+            "",
+            "Each minimal scenario runs as it is with `python -m model_tests.harness --target "
+            "model` (the model's outputs) and, through the kit, on the endpoint "
+            "(`python -m model_tests.conformance --endpoint ... --scenario-file F`).",
+            "",
+        ]
+        lines += _behaviour_details(run, anchor)
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def relaxations_table() -> str:
+    """The relaxations with their meaning and citation, and the profiles that admit each."""
+    lines = [
+        "| relaxation | meaning | AWS's documentation | profiles |",
+        "|---|---|---|---|",
+    ]
+    for r in RELAXATIONS:
+        profiles = ", ".join(p.name for p in PROFILES.values() if r in p.relaxations) or "none"
+        c = r.citation
+        quote = f'"{c.quote}" ([source]({c.url}))'
+        if not r.documented:
+            quote = f"documents the opposite: {quote}"
+        lines.append(f"| {r.name} | {_cell(r.meaning)} | {_cell(quote)} | {profiles} |")
+    return "\n".join(lines) + "\n"
+
+
+def _same_behaviours(a: KitRun, b: KitRun) -> bool:
+    return [(f.key, f.count, f.scenario, f.outputs) for f in a.findings] == [
+        (f.key, f.count, f.scenario, f.outputs) for f in b.findings
+    ] and a.conforming == b.conforming
+
+
+#: The hand-written part of ``docs/conformance.md``, emitted by the generator above the tables.
+INTRO: Final = """\
+The conformance kit runs this project's model-based scenarios against an SQS endpoint through
+boto3 and judges what the endpoint did with a *relaxed* oracle: the outputs must be a behaviour
+of the spec (`spec/`), relaxed by named relaxations, each resting on a sentence of AWS's
+documentation. For every divergence the kit names the smallest set of relaxations that explains
+it, or says it is unexplained, and shrinks a scenario that shows it to a minimal one. The strict
+profile is this project's contract; `sqs-standard` and `sqs-fifo` are what AWS documents.
+
+```sh
+pip install -e '.[conformance]'       # boto3, moto[server]
+python -m model_tests.conformance --endpoint moto                 # moto in-process
+python -m model_tests.conformance --endpoint moto-server --fifo   # a ThreadedMotoServer over HTTP
+python -m model_tests.conformance --endpoint https://sqs.eu-west-1.amazonaws.com --scenarios 20
+```
+
+A URL endpoint uses the usual boto3 credential chain and real time (`advance` sleeps whole
+seconds), so a run takes minutes and costs requests; it is never run in CI. Exit status: 0 when
+the profile admits everything seen, 1 when it does not. `--report PATH` writes a page like the
+sections below for one endpoint and queue type.
+"""
+
+
+def conformance_doc(runs: Sequence[KitRun], command: str) -> str:
+    """``docs/conformance.md``: the generated header, the intro, the relaxations, then per queue
+    type the behaviours on each endpoint (one table when the endpoints agree)."""
+    lines = [
+        "# Conformance: SQS endpoints against the model",
+        "",
+        f"<!-- GENERATED by `{command}`; do not edit by hand: regenerate. -->",
+        "",
+        f"*Generated by `{command}`.*",
+        "",
+        INTRO,
+        "## Relaxations and profiles",
+        "",
+        relaxations_table(),
+    ]
+    for p in PROFILES.values():
+        names = ", ".join(r.name for r in RELAXATIONS if r in p.relaxations) or "none"
+        lines.append(f"- `{p.name}` ({names}): {p.why}.")
+    lines.append("")
+    for fifo in (False, True):
+        kind = "FIFO" if fifo else "Standard"
+        if any(r.fifo == fifo for r in runs):
+            lines += [f"## {kind} queues", ""]
+        for source in ("generated", "probes"):
+            group = [r for r in runs if r.fifo == fifo and r.source == source]
+            if not group:
+                continue
+            first = group[0]
+            if len(group) > 1 and all(_same_behaviours(first, r) for r in group[1:]):
+                names = " and ".join(r.endpoint for r in group)
+                lines += [
+                    f"{kind} queues, {source}: identical on {names} (the same verdicts, the "
+                    "same minimal scenarios, the same outputs); shown once.",
+                    "",
+                ]
+                group = [first]
+            for r in group:
+                lines.append(markdown(r, heading="###", anchor=section_anchor(r)))
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def section_anchor(run: KitRun) -> str:
+    """The anchor prefix of a run's section in ``docs/conformance.md``."""
+    return f"{'fifo' if run.fifo else 'std'}-{run.source}-{run.endpoint}"
+
+
+def _probe(fifo: bool, ops: list[Any], max_receives: int | None = None) -> dict[str, Any]:
+    sc: dict[str, Any] = {"capacity": None, "visibility_timeout": 1}
+    if fifo:
+        sc["fifo"] = True
+    if max_receives is not None:
+        sc["max_receives"] = max_receives
+    return {**sc, "ops": ops}
+
+
+_REDELIVERED = [["enqueue", "a", "A"], ["reserve"], ["advance", 2], ["reserve"]]
+_FIFO_REDELIVERED = [
+    ["enqueue", "a", "A", {"group": "g"}],
+    ["reserve"],
+    ["advance", 2],
+    ["reserve"],
+]
+
+#: Scenarios written to show each behaviour measured on moto 5.2.5 when the kit was built
+#: (issue 16), whatever the generator happens to draw: (what it shows, the scenario).
+PROBES: Final[tuple[tuple[str, dict[str, Any]], ...]] = (
+    (
+        "a stale delete after the redelivery deletes the redelivered copy",
+        _probe(False, [*_REDELIVERED, ["ack", "a", 1], ["ack", "a", 2]]),
+    ),
+    (
+        "a stale visibility change acts on the current delivery",
+        _probe(False, [*_REDELIVERED, ["extend", "a", 1, 0], ["reserve"]]),
+    ),
+    (
+        "a visibility change of a visible message hides it",
+        _probe(
+            False,
+            [
+                ["enqueue", "a", "A"],
+                ["reserve"],
+                ["advance", 2],
+                ["extend", "a", 1, 5],
+                ["reserve"],
+                ["advance", 6],
+                ["reserve"],
+            ],
+        ),
+    ),
+    (
+        "a redelivered message returns to its old place, not the tail",
+        _probe(
+            False,
+            [
+                ["enqueue", "a", "A"],
+                ["reserve"],
+                ["enqueue", "b", "B"],
+                ["advance", 2],
+                ["reserve"],
+            ],
+        ),
+    ),
+    (
+        "dead-lettering happens on the next receive, not at the deadline",
+        _probe(
+            False,
+            [["enqueue", "a", "A"], ["reserve"], ["advance", 2], ["dead"], ["reserve"], ["dead"]],
+            max_receives=1,
+        ),
+    ),
+    (
+        "a stale delete on a FIFO queue succeeds and deletes the redelivery",
+        _probe(True, [*_FIFO_REDELIVERED, ["ack", "a", 1], ["reserve"]]),
+    ),
+    (
+        "a deduplicated FIFO send answers success",
+        _probe(
+            True,
+            [
+                ["enqueue", "a", "A", {"group": "g", "dedup": "x"}],
+                ["enqueue", "b", "B", {"group": "g", "dedup": "x"}],
+                ["reserve"],
+                ["ack", "a", 1],
+                ["reserve"],
+            ],
+        ),
+    ),
+    (
+        "two messages of a FIFO group received together and released: the later one comes "
+        "back first, alone",
+        _probe(
+            True,
+            [
+                ["enqueue", "a", "A", {"group": "g"}],
+                ["enqueue", "b", "B", {"group": "g"}],
+                ["reserve_batch", 2],
+                ["advance", 2],
+                ["reserve_batch", 2],
+            ],
+        ),
+    ),
+    (
+        "a purge forgets the FIFO queue's deduplication ids",
+        _probe(
+            True,
+            [
+                ["enqueue", "a", "A", {"group": "g", "dedup": "x"}],
+                ["purge"],
+                ["enqueue", "b", "B", {"group": "g", "dedup": "x"}],
+                ["reserve"],
+            ],
+        ),
+    ),
+)
+
+
+def probes(fifo: bool) -> list[tuple[str, dict[str, Any]]]:
+    """The :data:`PROBES` of one queue type: (what it shows, the scenario)."""
+    return [(what, sc) for what, sc in PROBES if bool(sc.get("fifo")) == fifo]
