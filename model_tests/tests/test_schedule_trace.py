@@ -303,7 +303,7 @@ def test_schedule_trace_recording_is_the_interleaving_the_test_drove(
     redelivery: list[ThreadEvent],
 ) -> None:
     who = roles(redelivery)
-    assert (who.producers, who.consumers) == ({"p1"}, {"c1", "c2"})
+    assert (set(who.producers), set(who.consumers)) == ({"p1"}, {"c1", "c2"})
     # The sweeper woke by its deadline once, then by c2's notify (c2's receive re-aimed it).
     wakes = [e.detail for e in redelivery if e.thread == "sweeper" and e.kind == "wake"]
     assert wakes == [("new_deadline", "timeout"), ("new_deadline", "notified")]
@@ -327,3 +327,217 @@ def test_schedule_trace_of_a_recorded_run_is_accepted(redelivery: list[ThreadEve
 
 def _index(events: Sequence[ThreadEvent], pred: Callable[[ThreadEvent], bool]) -> int:
     return next(k for k, e in enumerate(events) if pred(e))
+
+
+def _without(events: Sequence[ThreadEvent], k: int) -> list[ThreadEvent]:
+    return [*events[:k], *events[k + 1 :]]
+
+
+@needs_java
+def test_schedule_trace_without_the_sweepers_notify_is_rejected_there(
+    redelivery: list[ThreadEvent],
+) -> None:
+    # The sweep that re-queued a did not wake c2 (the lost wakeup of sweep_no_notify): the
+    # model's sweep must wake one of the two sleepers.
+    k = _index(redelivery, lambda e: e.thread == "sweeper" and e.detail == ("not_empty", 1))
+    verdict = _check(_without(redelivery, k))
+    assert not verdict.accepted
+    span = verdict.rejected_span
+    assert span is not None and span[0] < k <= span[1], verdict.explain()
+    assert verdict.rejected is not None and verdict.rejected.record["op"] == "sweep"
+
+
+@needs_java
+def test_schedule_trace_of_a_sweeper_woken_before_its_deadline_is_rejected(
+    redelivery: list[ThreadEvent],
+) -> None:
+    # The tick moved after the sweep: the sweeper's timed wait ran out before its deadline.
+    tick = _index(redelivery, lambda e: e.kind == "tick")
+    ends = _index(
+        redelivery, lambda e: e.thread == "sweeper" and e.detail == ("new_deadline", None)
+    )
+    doctored = [*redelivery[:tick], *redelivery[tick + 1 : ends + 1], redelivery[tick]]
+    doctored += redelivery[ends + 1 :]
+    wake = _index(doctored, lambda e: e.kind == "wake")
+    verdict = _check(doctored)
+    assert not verdict.accepted
+    assert verdict.rejected_at == wake, verdict.explain()
+    assert doctored[wake].detail == ("new_deadline", "timeout")
+
+
+@needs_java
+def test_schedule_trace_of_a_redelivery_that_did_not_count_is_rejected(
+    redelivery: list[ThreadEvent],
+) -> None:
+    # c2 got a again, but as attempt 1: the step is not the model's ReceiveCS.
+    k = _index(redelivery, lambda e: e.kind == "step" and e.detail[2] == ("a", 2, 2.0))
+    step = redelivery[k]
+    doctored = [
+        *redelivery[:k],
+        ThreadEvent(step.thread, "step", (*step.detail[:2], ("a", 1, 2.0), 1.0)),
+    ]
+    doctored += redelivery[k + 1 :]
+    verdict = _check(doctored)
+    assert not verdict.accepted
+    span = verdict.rejected_span
+    assert span is not None and span[0] < k < span[1], verdict.explain()
+
+
+# -- hand-written: the interleaving that catches sweep_notify_if_empty --------------------------
+
+
+def _e(thread: str, kind: str, *detail: object) -> ThreadEvent:
+    return ThreadEvent(thread, kind, detail)
+
+
+def _if_empty_interleaving(*, sweep_notifies: bool) -> list[ThreadEvent]:
+    """TLC's counterexample of ThreadedQueueWakeupNotifyIfEmpty.cfg, as impl.Queue records it
+    (``sweep_notifies``) or as the mutant that notifies only into an empty VISIBLE would: c1
+    receives a and drops it; c1, then c2, sleep in receive(); p1 sends b, which wakes c1; the
+    clock passes a's deadline and the sweeper takes the mutex before c1 and re-queues a behind
+    b. The code wakes c2 for it; the mutant, VISIBLE not being empty, wakes no one."""
+    events = [
+        _e("p1", "call", "send", ("body-a",)),
+        _e("p1", "acquire", "mutex"),
+        _e("p1", "step", "send", ("a", 0.0), True, 0.0),
+        _e("p1", "release", "mutex"),
+        _e("p1", "return", "send", "a"),
+        _e("c1", "call", "receive", ()),
+        _e("c1", "acquire", "mutex"),
+        _e("c1", "step", "receive", (1.0,), ("a", 1, 1.0), 0.0),
+        _e("c1", "release", "mutex"),
+        _e("c1", "return", "receive", "a"),
+        _e("sweeper", "acquire", "mutex"),
+        _e("sweeper", "release", "mutex"),
+        _e("sweeper", "wait", "new_deadline", 1.0),
+        _e("c1", "call", "receive", ()),
+        _e("c1", "acquire", "mutex"),
+        _e("c1", "release", "mutex"),
+        _e("c1", "wait", "not_empty", None),
+        _e("c2", "call", "receive", ()),
+        _e("c2", "acquire", "mutex"),
+        _e("c2", "release", "mutex"),
+        _e("c2", "wait", "not_empty", None),
+        _e("p1", "call", "send", ("body-b",)),
+        _e("p1", "acquire", "mutex"),
+        _e("p1", "step", "send", ("b", 0.0), True, 0.0),
+        _e("p1", "notify", "not_empty", 1),
+        _e("p1", "release", "mutex"),
+        _e("p1", "return", "send", "b"),
+        _e("clock", "tick", 1.0, 1.0),
+        _e("sweeper", "acquire", "mutex"),
+        _e("sweeper", "wake", "new_deadline", "timeout"),
+        _e("sweeper", "step", "expire", (), "a", 1.0),
+        *([_e("sweeper", "notify", "not_empty", 1)] if sweep_notifies else []),
+        _e("sweeper", "release", "mutex"),
+        _e("sweeper", "wait", "new_deadline", None),
+        _e("c1", "acquire", "mutex"),
+        _e("c1", "wake", "not_empty", "notified"),
+        _e("c1", "step", "receive", (1.0,), ("b", 1, 2.0), 1.0),
+        _e("c1", "notify", "new_deadline", 1),
+        _e("c1", "release", "mutex"),
+        _e("c1", "return", "receive", "b"),
+    ]
+    if sweep_notifies:  # c2 takes a; the sweeper, woken by c1's arm, has not run yet
+        events += [
+            _e("c2", "acquire", "mutex"),
+            _e("c2", "wake", "not_empty", "notified"),
+            _e("c2", "step", "receive", (1.0,), ("a", 2, 2.0), 1.0),
+            _e("c2", "notify", "new_deadline", 0),
+            _e("c2", "release", "mutex"),
+            _e("c2", "return", "receive", "a"),
+        ]
+    return [
+        *events,
+        _e("sweeper", "acquire", "mutex"),
+        _e("sweeper", "wake", "new_deadline", "notified"),
+        _e("sweeper", "release", "mutex"),
+        _e("sweeper", "wait", "new_deadline", 2.0),
+    ]
+
+
+def _sweep_span(events: Sequence[ThreadEvent]) -> tuple[int, int]:
+    expire = _index(events, lambda e: e.kind == "step" and e.detail[0] == "expire")
+    end = _index(events, lambda e: e.thread == "sweeper" and e.detail == ("new_deadline", None))
+    return expire - 2, end
+
+
+@needs_java
+def test_schedule_trace_of_the_if_empty_interleaving_is_accepted_as_the_code_records_it() -> None:
+    verdict = _check(_if_empty_interleaving(sweep_notifies=True))
+    assert verdict.accepted, verdict.explain() + "\n" + verdict.result.trace()
+
+
+@needs_java
+def test_schedule_trace_of_the_if_empty_mutant_is_rejected_at_its_sweep() -> None:
+    events = _if_empty_interleaving(sweep_notifies=False)
+    verdict = _check(events)
+    assert not verdict.accepted
+    assert verdict.rejected_span == _sweep_span(events), verdict.explain()
+
+
+@needs_java
+def test_schedule_trace_of_the_if_empty_mutant_is_a_behaviour_of_the_mutant_model() -> None:
+    # The same events against ThreadedQueue with Bug = "sweep_notify_if_empty": accepted, so
+    # the rejection above is that bug, not a flaw of the hand-written sequence.
+    verdict = _check(_if_empty_interleaving(sweep_notifies=False), bug="sweep_notify_if_empty")
+    assert verdict.accepted, verdict.explain()
+
+
+# -- turning events into the model's steps (no TLC) -----------------------------------------------
+
+
+def test_schedule_trace_groups_a_critical_section_into_one_step() -> None:
+    steps = to_model_events(_if_empty_interleaving(sweep_notifies=True), visibility_timeout=1)
+    kinds = [(m.record["kind"], m.record["thread"]) for m in steps]
+    assert kinds[:4] == [("call", "p1"), ("acquire", "p1"), ("cs", "p1"), ("return", "p1")]
+    sweep = [m.record for m in steps if m.record["kind"] == "cs" and m.record["op"] == "sweep"]
+    assert [(r["fired"], r["target"], r["wE"]) for r in sweep] == [
+        ((), 1, 0),
+        (("a",), None, 1),
+        ((), 2, 0),
+    ]
+    # Before the sweeper thread first ran, the code started it where the model notifies it.
+    first_receive = next(m.record for m in steps if m.record.get("got") == ("a", 1))
+    assert first_receive["wD"] is None
+    # The timed-out sweeper's wake comes before its acquire, and at the time of the tick.
+    wake = next(m for m in steps if m.record["kind"] == "wake")
+    assert (wake.record["how"], wake.record["lo"], wake.first) == ("timeout", 1, 29)
+    # c1 still held a when it called receive again: it dropped it.
+    assert ("drop", "c1") in kinds
+
+
+@pytest.mark.parametrize(
+    ("events", "message"),
+    [
+        ([_e("c1", "call", "sweep", ())], "no method ThreadedQueue models"),
+        (
+            [_e("t", "call", "send", ()), _e("t", "call", "receive", ())],
+            "both send and receive",
+        ),
+        (
+            [
+                _e("c1", "call", "receive", ()),
+                _e("c1", "acquire", "mutex"),
+                _e("c1", "step", "receive", (None,), ("a", 1, None), 0.0),
+                _e("c1", "release", "mutex"),
+            ],
+            "visibility timeout 1",
+        ),
+        ([_e("c1", "step", "delete", ("a", 1), True, 0.0)], "no thread of the model"),
+    ],
+)
+def test_schedule_trace_refuses_what_the_model_does_not_have(
+    events: list[ThreadEvent], message: str
+) -> None:
+    with pytest.raises(NotModelled, match=message):
+        to_model_events(events, visibility_timeout=1)
+
+
+def test_schedule_trace_event_checks_its_fields() -> None:
+    with pytest.raises(ValueError, match="kind"):
+        ThreadEvent("c1", "sleep", ())
+    with pytest.raises(TypeError, match="thread"):
+        ThreadEvent("", "call", ())
+    with pytest.raises(TypeError, match="detail"):
+        ThreadEvent("c1", "call", ["send"])  # type: ignore[arg-type]
