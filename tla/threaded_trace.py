@@ -227,6 +227,7 @@ def to_model_events(
     open_cs: dict[str, _CS] = {}
     sweeper_seen = False
     seq = 0
+    ticks: list[tuple[int, int]] = []  # (index, the time it moved to)
 
     def emit(record: Record, first: int, last: int, anchor: int, lo: int, hi: int) -> None:
         nonlocal seq
@@ -248,6 +249,7 @@ def to_model_events(
             if new < now:
                 raise NotModelled(f"{where}: the time goes back")
             now = new
+            ticks.append((k, now))
             continue
         if t not in who.threads:
             # A thread the model does not have (a clock driver): it may take the mutex, but
@@ -306,10 +308,19 @@ def to_model_events(
                 holds[t] = True
             if record["op"] in ("delete", "retry", "delete_batch") and sleep == "none":
                 holds[t] = False
-            anchor = cs.steps[0][0] if cs.steps else last
-            hi = cs.steps[0][2] if cs.steps else now
-            lo, hi = _refine(record, cs.lo, hi)
-            emit(record, cs.first, last, anchor, lo, hi)
+            # The clock may have ticked while the thread held the mutex (the clock driver
+            # does not take it). The section is one step of the model at the time it read:
+            # placed before any tick past that reading; when the reading is not known, at
+            # its end, at any time the clock showed while it ran.
+            read = record.pop("read", None)
+            if read is None and cs.steps and len(cs.steps[0][1]) > 3:
+                read = _time(cs.steps[0][1][3], start, where)  # the step's own `now`
+            if read is None:
+                emit(record, cs.first, last, last, cs.lo, now)
+            else:
+                assert isinstance(read, int)
+                later = [i for i, at in ticks if cs.first < i < last and at > read]
+                emit(record, cs.first, last, min([*later, last]), read, read)
         elif kind == "wait":
             raise NotModelled(f"{where}: a wait that did not release the mutex")
         elif kind in ("return", "raise"):
@@ -447,16 +458,6 @@ def _tuple(x: object, where: str) -> tuple[object, ...]:
     if not isinstance(x, tuple | list):
         raise NotModelled(f"{where}: expected a tuple, got {x!r}")
     return tuple(x)
-
-
-def _refine(record: Record, lo: int, hi: int) -> tuple[int, int]:
-    """The clock reading of a critical section: between its acquire (``lo``) and its transition
-    (``hi``), exactly the one its deadlines were computed from when it recorded one."""
-    read = record.pop("read", None)
-    if read is None:
-        return lo, hi
-    assert isinstance(read, int)
-    return read, read
 
 
 # -- the check ----------------------------------------------------------------------------------
