@@ -25,11 +25,12 @@ import threading
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from types import TracebackType
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 
 from impl import FakeClock, Message, Queue
+from impl.queue import Record
 from model_tests.support import BOUND
 from tla.threaded_trace import (
     NotModelled,
@@ -38,6 +39,8 @@ from tla.threaded_trace import (
     roles,
     to_model_events,
 )
+
+T = TypeVar("T")
 
 needs_java = pytest.mark.skipif(shutil.which("java") is None, reason="java is not installed")
 
@@ -191,10 +194,13 @@ class RecordingClock(FakeClock):
             _local.advancing = False
 
 
-def recorded_queue(rec: Recorder, **kw: Any) -> tuple[Queue[str], RecordingClock]:
-    """An ``impl.Queue`` whose mutex and conditions record into ``rec``, and its clock."""
+def recorded_queue(
+    rec: Recorder, queue_class: type[Queue[str]] = Queue, **kw: Any
+) -> tuple[Queue[str], RecordingClock]:
+    """A queue of ``queue_class`` whose mutex and conditions record into ``rec``, and its
+    clock."""
     clock = RecordingClock(rec)
-    q = Queue[str](clock=clock, **kw)
+    q = queue_class(clock=clock, **kw)
     lock = RecordingLock(rec)
     q.mutex = lock  # type: ignore[assignment]
     q.not_empty = RecordingCondition(lock, "not_empty", rec)  # type: ignore[assignment]
@@ -381,6 +387,83 @@ def test_schedule_trace_of_a_redelivery_that_did_not_count_is_rejected(
     assert not verdict.accepted
     span = verdict.rejected_span
     assert span is not None and span[0] < k < span[1], verdict.explain()
+
+
+# -- a mutant of the code, recorded: the sweep that notifies only into an empty VISIBLE -------
+
+
+class _NotifyIfEmptySweepQueue(Queue[T]):
+    """The held-out mutant of issue 17, written here so this test stands alone: expiry
+    notifies ``not_empty`` only when nothing was visible before the release."""
+
+    def _expire_one(self, rec: Record[T], now: float) -> None:
+        was_empty = not self._visible
+        enabled = self._release(rec)
+        if enabled is not self.not_empty or was_empty:  # the bug
+            self._notify(enabled)
+
+
+def _run_expire_together(queue_class: type[Queue[str]]) -> list[ThreadEvent]:
+    """c1 receives a, c2 receives b (deadline 1 both), each drops its delivery and sleeps in
+    receive(); the clock passes the deadline and one sweep re-queues both. impl.Queue wakes
+    both sleepers; the mutant wakes one, and c2 sleeps beside b."""
+    rec = Recorder()
+    q, clock = recorded_queue(
+        rec, capacity=2, visibility_timeout=1.0, max_receives=3, queue_class=queue_class
+    )
+    c1, c2, p1 = (Worker(n, q, rec) for n in ("c1", "c2", "p1"))
+    try:
+        _done(p1.call("send", "body-a", id="a"), p1)
+        _done(p1.call("send", "body-b", id="b"), p1)
+        _done(c1.call("receive"), c1)
+        rec.wait_until(lambda: rec.count("sweeper", "wait") == 1, "the sweeper sleeps")
+        _done(c2.call("receive"), c2)
+        c1.call("receive")
+        rec.wait_until(lambda: rec.count("c1", "wait") == 1, "c1 sleeps")
+        c2.call("receive")
+        rec.wait_until(lambda: rec.count("c2", "wait") == 1, "c2 sleeps")
+        clock.advance(1.0)
+        woken = 2 if queue_class is Queue else 1
+        rec.wait_until(
+            lambda: (
+                rec.count("c1", "return") + rec.count("c2", "return") == 2 + woken
+                and rec.count("sweeper", "wait") == 3
+            ),
+            "the woken receivers have their messages and the sweeper sleeps again",
+        )
+    finally:
+        rec.on = False
+        q.close()  # a receiver still asleep raises ShutDown (not recorded)
+        for w in (c1, c2, p1):
+            w.stop()
+    return rec.events
+
+
+@needs_java
+def test_schedule_trace_of_two_expiring_together_is_accepted() -> None:
+    events = _run_expire_together(Queue)
+    fired = [e.detail[2] for e in events if e.kind == "step" and e.detail[0] == "expire"]
+    assert fired == ["a", "b"]
+    verdict = _check(events)
+    assert verdict.accepted, verdict.explain() + "\n" + verdict.result.trace()
+
+
+@needs_java
+def test_schedule_trace_of_the_notify_if_empty_mutant_is_rejected_at_its_sweep() -> None:
+    events = _run_expire_together(_NotifyIfEmptySweepQueue)
+    assert _count(events, "c2", "wake") == 0  # c2 slept on beside b
+    verdict = _check(events)
+    assert not verdict.accepted
+    rejected = verdict.rejected
+    assert rejected is not None and rejected.record["op"] == "sweep", verdict.explain()
+    assert rejected.record["fired"] == ("a", "b") and rejected.record["wE"] == 1
+    # The mutant's events are a behaviour of the model with that bug: it is the notify that
+    # differs, nothing else.
+    assert _check(events, bug="sweep_notify_if_empty").accepted
+
+
+def _count(events: Sequence[ThreadEvent], thread: str, kind: str) -> int:
+    return sum(1 for e in events if e.thread == thread and e.kind == kind)
 
 
 # -- hand-written: the interleaving that catches sweep_notify_if_empty --------------------------
