@@ -184,6 +184,14 @@ class Roles:
         return self.producers | self.consumers | {self.sweeper}
 
 
+def modelled_prefix(events: Sequence[ThreadEvent]) -> list[ThreadEvent]:
+    """The events before the first ``raise``: the model has no exceptions, and a prefix of a
+    behaviour is a behaviour, so this is what can be checked of a run in which a call raised
+    (a ``receive(block=False)`` that found nothing, an interrupt)."""
+    cut = next((k for k, e in enumerate(events) if e.kind == "raise"), len(events))
+    return list(events[:cut])
+
+
 def roles(events: Sequence[ThreadEvent], sweeper: str = "sweeper") -> Roles:
     """The producers (they send, cancel or purge) and consumers (the rest of the calls)."""
     ops: dict[str, set[str]] = {}

@@ -20,6 +20,7 @@ contains ``schedule`` and ``trace``; the TLC runs need Java.
 from __future__ import annotations
 
 import queue as stdqueue
+import random
 import shutil
 import threading
 from collections import deque
@@ -36,6 +37,7 @@ from tla.threaded_trace import (
     NotModelled,
     ThreadEvent,
     check_thread_events,
+    modelled_prefix,
     roles,
     to_model_events,
 )
@@ -565,6 +567,77 @@ def test_schedule_trace_of_the_if_empty_mutant_is_a_behaviour_of_the_mutant_mode
     # the rejection above is that bug, not a flaw of the hand-written sequence.
     verdict = _check(_if_empty_interleaving(sweep_notifies=False), bug="sweep_notify_if_empty")
     assert verdict.accepted, verdict.explain()
+
+
+# -- schedules explored by the controlled scheduler (model_tests/schedule) ----------------------
+
+
+def _scheduler() -> tuple[Any, Any]:
+    explore = pytest.importorskip("model_tests.schedule.explore")
+    programs = pytest.importorskip("model_tests.schedule.programs")
+    return explore, programs
+
+
+def _modelled(program: Any) -> bool:
+    """Whether ThreadedQueue has what the program does: no setup (the scheduler does not
+    record its events, and the model starts empty), a visibility timeout, no explicit sweep, not
+    FIFO."""
+    ops = {op[0] for _, thread in program.threads for op in thread}
+    vt = program.queue.get("visibility_timeout")
+    return not program.setup and not program.fifo and vt is not None and "sweep" not in ops
+
+
+def _explored(program: Any, seed: int) -> list[ThreadEvent]:
+    """The events of one schedule of ``program`` on impl.Queue: the scheduler's default one
+    (no preemption) for seed 0, else a seeded random choice at every decision."""
+    explore, _ = _scheduler()
+    rng = random.Random(seed)
+
+    def choose(options: list[Any], costs: list[int], default: Any) -> Any:
+        return rng.choice([o for o in options if not o[1]]) if seed else default
+
+    run = explore.run_once(program, Queue, choose)
+    assert run.failure is None, run.failure
+    return modelled_prefix(run.events)
+
+
+def _check_program(program: Any, events: Sequence[ThreadEvent]) -> Any:
+    return check_thread_events(
+        events,
+        capacity=program.queue.get("capacity"),
+        max_receives=program.queue.get("max_receives"),
+        visibility_timeout=_whole(program.queue["visibility_timeout"]),
+    )
+
+
+def _whole(x: float) -> int:
+    assert x == int(x)
+    return int(x)
+
+
+@needs_java
+def test_schedule_trace_of_a_sample_of_explored_schedules_is_accepted() -> None:
+    _, programs = _scheduler()
+    sample = [p for p in programs.PROGRAMS.values() if _modelled(p)]
+    assert sample, "no program of the scheduler is within the model"
+    for program in sample:
+        for seed in (0, 1, 2):
+            events = _explored(program, seed)
+            verdict = _check_program(program, events)
+            assert verdict.accepted, f"{program.name} seed {seed}: {verdict.explain()}"
+
+
+@needs_java
+def test_schedule_trace_of_an_explored_schedule_without_a_notify_is_rejected() -> None:
+    _, programs = _scheduler()
+    program = next(p for p in programs.PROGRAMS.values() if _modelled(p))
+    schedules = (_explored(program, seed) for seed in range(20))
+    events = next(ev for ev in schedules if any(e.kind == "notify" and e.detail[1] for e in ev))
+    k = _index(events, lambda e: e.kind == "notify" and bool(e.detail[1]))
+    verdict = _check_program(program, _without(events, k))
+    assert not verdict.accepted
+    span = verdict.rejected_span
+    assert span is not None and span[0] < k <= span[1], verdict.explain()
 
 
 # -- turning events into the model's steps (no TLC) -----------------------------------------------
