@@ -1,7 +1,7 @@
 ------------------------- MODULE TraceThreadedQueue -------------------------
 (***************************************************************************)
 (* Thread-level trace validation: is what the threads of a real impl.Queue *)
-(* did -- who called what, who took the mutex, who waited, who was woken, *)
+(* did -- who called what, who took the mutex, who waited, who was woken,  *)
 (* how many waiters each notify reached, which transition each critical    *)
 (* section made -- a behaviour of ThreadedQueue?                           *)
 (*                                                                         *)

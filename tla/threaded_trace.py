@@ -185,10 +185,17 @@ class Roles:
 
 
 def modelled_prefix(events: Sequence[ThreadEvent]) -> list[ThreadEvent]:
-    """The events before the first ``raise``: the model has no exceptions, and a prefix of a
-    behaviour is a behaviour, so this is what can be checked of a run in which a call raised
-    (a ``receive(block=False)`` that found nothing, an interrupt)."""
-    cut = next((k for k, e in enumerate(events) if e.kind == "raise"), len(events))
+    """The events before the first ``raise`` or interrupted wait: the model has no exceptions,
+    and a prefix of a behaviour is a behaviour, so this is what can be checked of a run in
+    which a call raised (a ``receive(block=False)`` that found nothing, an interrupt)."""
+    cut = next(
+        (
+            k
+            for k, e in enumerate(events)
+            if e.kind == "raise" or (e.kind == "wake" and e.detail[1:2] == ("interrupt",))
+        ),
+        len(events),
+    )
     return list(events[:cut])
 
 

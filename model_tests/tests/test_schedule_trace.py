@@ -690,6 +690,15 @@ def test_schedule_trace_refuses_what_the_model_does_not_have(
         to_model_events(events, visibility_timeout=1)
 
 
+def test_schedule_trace_checks_what_precedes_an_exception() -> None:
+    events = _if_empty_interleaving(sweep_notifies=True)
+    raised = [*events[:5], _e("c1", "call", "receive", ()), _e("c1", "raise", "receive", "Empty")]
+    assert modelled_prefix(raised) == [*events[:5], raised[5]]
+    woken = [*events[:3], _e("c2", "wake", "not_empty", "interrupt"), *events[3:]]
+    assert modelled_prefix(woken) == events[:3]
+    assert modelled_prefix(events) == events
+
+
 def test_schedule_trace_event_checks_its_fields() -> None:
     with pytest.raises(ValueError, match="kind"):
         ThreadEvent("c1", "sleep", ())
