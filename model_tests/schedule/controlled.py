@@ -117,7 +117,12 @@ class LThread:
 def _where(depth: int = 2) -> str:
     """``file:line`` of the first frame outside this package's primitives."""
     f: FrameType | None = sys._getframe(depth)
-    while f is not None and f.f_code.co_filename in _OWN_FILES:
+    # Past the primitives, and past Queue._wait (every wait goes through it): the line of
+    # the hook that waits says more.
+    while f is not None and (
+        f.f_code.co_filename in _OWN_FILES
+        or (f.f_code.co_name == "_wait" and f.f_code.co_filename.endswith("queue.py"))
+    ):
         f = f.f_back
     if f is None:
         return "?"
@@ -148,6 +153,8 @@ class Scheduler:
         self.steps: list[tuple[LThread, Pending]] = []
         self.current: LThread | None = None
         self.tearing_down = False
+        #: Teardown gave up on letting threads finish (a livelock): every point raises Abort.
+        self.killing = False
         #: After the run and its teardown: every primitive passes through (a queue's
         #: ``close`` or ``__del__`` may still take its lock, from any thread).
         self.closed = False
@@ -178,7 +185,8 @@ class Scheduler:
         except Abort:
             pass
         except BaseException as e:  # the program's threads catch their own: this is a bug
-            t.error = e
+            if not self.killing:
+                t.error = e
         finally:
             t.finished = True
             t.pending = None
@@ -198,7 +206,7 @@ class Scheduler:
         """Park ``t`` at a scheduling point until the scheduler grants it ``pending``."""
         # Teardown lets each thread finish the operation it is in, and starts no other.
         stop = pending.kind in ("call", "advance") and t.role != "sweeper"
-        if self.tearing_down and stop:
+        if (self.tearing_down and stop) or self.killing:
             raise Abort()
         t.pending = pending
         if t.started.is_set():
@@ -206,7 +214,7 @@ class Scheduler:
         else:
             t.started.set()  # the first point: the spawner waits for it, not the scheduler
         t.gate.acquire()
-        if self.tearing_down and stop:
+        if (self.tearing_down and stop) or self.killing:
             raise Abort()
 
     # -- running ----------------------------------------------------------------------------------
@@ -260,11 +268,17 @@ class Scheduler:
         ``stop_sweeper``), and the threads run on, lowest index first, to their ends."""
         self.tearing_down = True
         stop_sweeper()
-        for _ in range(10 * self.max_steps):
+        for n in range(2 * self.max_steps + len(self.threads)):
             alive = [t for t in self.threads if not t.finished]
             if not alive:
                 self.closed = True
                 return
+            if n >= self.max_steps:
+                # Still going after as many steps as a whole run may take: a livelock.
+                # Unwind every thread by an Abort at its next point.
+                self.killing = True
+                self.grant(alive[0])
+                continue
             for t in alive:
                 p = t.pending
                 if p is not None and p.kind == "wake" and p.waiter is not None:
@@ -326,6 +340,8 @@ class CLock:
             self._outside -= 1
             return
         if self.owner is not t:
+            if self.sched.killing:
+                return  # an Abort unwinding a thread that never got the lock back
             raise RuntimeError("cannot release un-acquired lock")
         if self.sched.all_points and self.count == 1 and not self.sched.tearing_down:
             self.sched.point(t, Pending("release", self.name, _where()))
@@ -434,7 +450,6 @@ class ControlledSync(Sync):
         self, target: Callable[..., object], args: tuple[Any, ...], name: str
     ) -> threading.Thread:
         return cast(threading.Thread, CThread(self.sched, target, args, name))
-
 
 
 class ControlledClock:

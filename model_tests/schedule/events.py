@@ -18,7 +18,7 @@ clock driver moved the time: ``(dt, now)``).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 #: The kinds of :class:`ThreadEvent`, in the order the module docstring lists them.
 KINDS: Final = frozenset(
@@ -38,7 +38,12 @@ class _ThreadEvent:
         return f"{self.thread}: {self.kind} {self.detail!r}"
 
 
-try:  # the validator's own definition, when H17's TLA+ side is present (same shape)
-    from tla.threaded_trace import ThreadEvent  # type: ignore[attr-defined,unused-ignore]
-except ImportError:  # pragma: no cover - depends on the checkout
-    ThreadEvent = _ThreadEvent  # type: ignore[misc,assignment,unused-ignore]
+if TYPE_CHECKING:
+    ThreadEvent = _ThreadEvent
+else:
+    try:  # the validator's own definition, when the TLA+ side is present (the same shape)
+        from tla.threaded_trace import ThreadEvent
+    except ImportError:  # pragma: no cover - depends on the checkout
+        ThreadEvent = _ThreadEvent
+
+__all__ = ["KINDS", "ThreadEvent"]

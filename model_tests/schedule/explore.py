@@ -36,7 +36,7 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Final, cast
 
 import spec
@@ -312,19 +312,20 @@ def run_once(
             interrupts[0] -= 1
         return sched.threads[chosen[0]], chosen[1]
 
-    ended = sched.run(choose)
-    history = _history(rec, adapter, dropped)
-    failure = judge(program, q, clock, sched, ended, history, lin_cache)
-    steps = [(t.name, p) for t, p in sched.steps]
-    events = list(sched.events)
-
     def stop_sweeper() -> None:
         link = getattr(q, "_link", None)
         if link is not None:
             link.stopped = True
 
-    sched.teardown(stop_sweeper)
-    q.close()  # every primitive passes through now: this only marks the queue closed
+    try:
+        ended = sched.run(choose)
+        history = _history(rec, adapter, dropped)
+        failure = judge(program, q, clock, sched, ended, history, lin_cache)
+        steps = [(t.name, p) for t, p in sched.steps]
+        events = list(sched.events)
+    finally:
+        sched.teardown(stop_sweeper)
+        q.close()  # every primitive passes through now: this only marks the queue closed
     return Run(program, queue_class.__name__, decisions, steps, events, history, failure)
 
 
@@ -406,7 +407,10 @@ def judge(
         snap = q.snapshot()
     except AssertionError as e:
         return Failure("INVARIANT", f"Queue._check: {e}")
-    broken = spec.violations(to_state(snap, config_of(program), 0))
+    state = to_state(snap, config_of(program), 0)
+    if program.fifo:
+        state = _fifo_gone(state, history)
+    broken = spec.violations(state)
     if broken:
         return Failure("INVARIANT", "; ".join(broken))
     key = tuple(history)
@@ -421,6 +425,28 @@ def judge(
     if not ok:
         return Failure("NOT LINEARIZABLE", "(the same history failed before)")
     return None
+
+
+def _fifo_gone(state: spec.State, history: list[Entry]) -> spec.State:
+    """``state`` with the group and send order of its done and cancelled messages, which a
+    FIFO snapshot does not keep, taken from the history: each accepted send's group, and its
+    place among the accepted sends (they commit in the order they return: no scheduling point
+    lies between a send's commit and its return)."""
+    sends = sorted(
+        (e for e in history if e.op.name == "send" and e.ret is not None and e.op.result),
+        key=lambda e: e.ret or 0,
+    )
+    fields: dict[object, tuple[Any, int]] = {
+        e.op.args[0]: (e.op.args[3], n) for n, e in enumerate(sends)
+    }
+    gone = (spec.Status.DONE, spec.Status.CANCELLED)
+    messages = tuple(
+        replace(m, group=fields[m.id][0], sent=fields[m.id][1])
+        if m.status in gone and m.id in fields
+        else m
+        for m in state.messages
+    )
+    return replace(state, messages=messages)
 
 
 def blocked(q: Queue[Any], clock: ControlledClock, sched: Scheduler) -> Failure | None:
@@ -456,7 +482,7 @@ def blocked(q: Queue[Any], clock: ControlledClock, sched: Scheduler) -> Failure 
                 f"{t.name} sleeps in {op} at {p.where} while {head!r} is deliverable",
             )
         if cond == "not_full" and op.startswith("send") and not q._shutdown:
-            n = len(t.op[1][0]) if t.op and op == "send_batch" else 1
+            n = len(cast(list[Any], t.op[1][0])) if t.op and op == "send_batch" else 1
             if q._accepts(n) == n if op == "send_batch" else q._has_room():
                 return Failure(
                     "LOST WAKEUP", f"{t.name} sleeps in {op} at {p.where} while there is room"
@@ -524,8 +550,9 @@ def explore(
                 level.seconds += time.perf_counter() - began
                 return result
             prefix = stack.pop()
-            run = run_once(program, queue_class, forced(prefix), all_points=all_points,
-                           lin_cache=cache)
+            run = run_once(
+                program, queue_class, forced(prefix), all_points=all_points, lin_cache=cache
+            )
             runs += 1
             level.schedules += 1
             if run.failure is not None and result.failure is None:
@@ -552,6 +579,29 @@ def explore(
     return result
 
 
+def _pct_strategy(rng: random.Random, changes: set[int]) -> Strategy:
+    """One PCT schedule: random priorities (drawn as threads first appear), the highest
+    enabled thread runs; at each decision point in ``changes`` the running thread drops below
+    all others. An injected interrupt, where one is offered, with probability 0.2."""
+    prio: dict[int, float] = {}
+    step = [0]
+    low = [0.0]
+
+    def choose(options: list[Choice], costs: list[int], default: Choice) -> Choice:
+        step[0] += 1
+        for i, _ in options:
+            prio.setdefault(i, rng.random() + 1.0)
+        if step[0] in changes:
+            low[0] -= 1.0
+            prio[default[0]] = low[0]
+        best = max(options, key=lambda o: (prio[o[0]], not o[1]))
+        if (best[0], True) in options and rng.random() < 0.2:
+            return (best[0], True)
+        return best
+
+    return choose
+
+
 def pct(
     program: Program,
     queue_class: type[Queue[Any]],
@@ -571,25 +621,8 @@ def pct(
     began = time.perf_counter()
     estimate = 60  # decision points of a run, for placing the change points
     for _ in range(runs):
-        prio: dict[int, float] = {}
         changes = set(rng.sample(range(1, estimate), min(depth - 1, estimate - 1)))
-        step = [0]
-        low = [0.0]
-
-        def choose(options: list[Choice], costs: list[int], default: Choice) -> Choice:
-            step[0] += 1
-            for i, _ in options:
-                prio.setdefault(i, rng.random() + 1.0)
-            if step[0] in changes:
-                low[0] -= 1.0
-                prio[default[0]] = low[0]
-            best = max(options, key=lambda o: (prio[o[0]], not o[1]))
-            if best[1] is False and rng.random() < 0.2:
-                with_interrupt = (best[0], True)
-                if with_interrupt in options:
-                    return with_interrupt
-            return best
-
+        choose = _pct_strategy(rng, changes)
         run = run_once(program, queue_class, choose)
         estimate = max(estimate, len(run.decisions) + 1)
         level.schedules += 1
