@@ -166,7 +166,7 @@ PROGRAMS: Final[dict[str, Program]] = _p(
     ),
     Program(
         "mixed",
-        "Three threads of two operations over a capacity-1 queue with expiry: sends, "
+        "Three threads of two operations over a capacity-2 queue with expiry: sends, "
         "receives, a change_visibility and a retry, with the sweeper and one clock step.",
         threads=(
             ("P", (("send", "a"), ("send", "b"))),
@@ -174,7 +174,7 @@ PROGRAMS: Final[dict[str, Program]] = _p(
             ("C2", (("receive",), ("retry", 0))),
         ),
         clock=(1.0,),
-        queue={"capacity": 1, "visibility_timeout": 1.0},
+        queue={"capacity": 2, "visibility_timeout": 1.0},
         bound=0,
     ),
 )
