@@ -86,6 +86,50 @@ MAX_BATCH: Final = 10
 _BATCH_SENDERS: Final = "send_batch"
 
 
+class Sync:
+    """Where a queue gets its lock, its conditions and its sweeper thread: the threading seam.
+
+    The default (:data:`THREADING`) hands out ``threading.RLock``, ``threading.Condition`` and
+    daemon ``threading.Thread`` objects. A clock may carry another one as its ``sync``
+    attribute: a queue built with that clock then takes its primitives from it, so a test can
+    put the lock, the conditions and the sweeper under a controlled scheduler
+    (``model_tests/schedule``) while the queue's code stays what production runs. Waits need
+    no factory: every wait already goes through ``clock.wait(cond, deadline)``. The queue asks
+    for primitives only when it is built, when it starts a sweeper and after a fork, never per
+    operation, so the seam costs a production queue nothing on its hot path. A replacement
+    must behave as the threading module's objects do (``acquire``/``release`` and the context
+    manager of an ``RLock``; ``notify``/``notify_all`` of a ``Condition`` whose lock it is;
+    ``start``/``join``/``is_alive`` of a ``Thread``).
+    """
+
+    __slots__ = ()
+
+    def rlock(self) -> threading.RLock:
+        """A new reentrant lock: the queue's ``mutex``."""
+        return threading.RLock()
+
+    def condition(self, lock: threading.RLock) -> threading.Condition:
+        """A new condition variable on ``lock``: ``not_empty``, ``not_full``, ``new_deadline``."""
+        return threading.Condition(lock)
+
+    def thread(
+        self, target: Callable[..., object], args: tuple[Any, ...], name: str
+    ) -> threading.Thread:
+        """A new, not yet started daemon thread running ``target(*args)``: the sweeper."""
+        return threading.Thread(target=target, args=args, name=name, daemon=True)
+
+
+#: The default :class:`Sync`: the threading module's own primitives.
+THREADING: Final = Sync()
+
+
+def sync_of(clock: Clock) -> Sync:
+    """The :class:`Sync` a queue with ``clock`` uses: ``clock.sync`` if it has one, else
+    :data:`THREADING`."""
+    sync = getattr(clock, "sync", None)
+    return THREADING if sync is None else sync
+
+
 class _SweeperLink:
     """What a sweeper thread shares with its queue, so that it need not hold the queue itself.
 
@@ -275,7 +319,11 @@ class Queue(Generic[T]):
     a queue with neither never starts one. The sweeper holds only a weak reference to the
     queue: a queue nobody references is collected and its sweeper ends (with a
     ``ResourceWarning`` if it still held active messages). Close the queue (or use ``with``)
-    when done with it; ``close()`` joins the thread.
+    when done with it; ``close()`` joins the thread. The lock, the three conditions and the
+    sweeper thread come from ``clock.sync`` when the clock has that attribute (a :class:`Sync`;
+    else the threading module's), and every wait goes through ``clock.wait``: that is the seam
+    through which ``model_tests/schedule`` runs this very code under a controlled scheduler. It
+    is read when the queue is built and when a sweeper starts, never per operation.
 
     Failures: every public method either takes full effect (and its notifies happen) or raises
     and leaves the queue exactly as it was, whatever raises inside it: the clock, the trace
@@ -359,18 +407,19 @@ class Queue(Generic[T]):
         # cannot interrupt, and an RLock can never be released by a thread that does not hold
         # it. With a Lock, a KeyboardInterrupt while re-taking it leaves the waiter outside the
         # lock, and its ``with`` then releases a lock that another thread holds.
-        self.mutex = threading.RLock()
+        sync = sync_of(self._clock)  # the threading seam (see Sync): once, not per operation
+        self.mutex = sync.rlock()
         # Receivers wait here for a visible message. Notified once per message made visible, by
         # send and by every release to VISIBLE (retry, change_visibility(0), expiry); notified
         # all at shutdown, so blocked receivers raise ShutDown at once.
-        self.not_empty = threading.Condition(self.mutex)
+        self.not_empty = sync.condition(self.mutex)
         # Senders wait here for room. Notified once per freed slot, by delete, cancel and
         # dead-lettering (receiving and releasing to VISIBLE free nothing); notified all at
         # shutdown, so blocked senders raise ShutDown at once.
-        self.not_full = threading.Condition(self.mutex)
+        self.not_full = sync.condition(self.mutex)
         # The sweeper waits here for the earliest deadline. Notified when a deadline earlier than
         # the one it waits for is armed (receive, change_visibility), and at shutdown and close.
-        self.new_deadline = threading.Condition(self.mutex)
+        self.new_deadline = sync.condition(self.mutex)
         # How many threads wait on each condition, so a transition with nobody to wake skips
         # the notify (see _notify).
         self._waiting = self._new_waiting()
@@ -1596,11 +1645,8 @@ class Queue(Generic[T]):
         if self._closed:
             return  # no thread outlives close(): from now on only sweep() expires
         link = _SweeperLink(self.mutex, self.new_deadline, self._clock, self._waiting)
-        thread = threading.Thread(
-            target=_sweep_forever,
-            args=(weakref.ref(self), link),
-            name=f"impl.Queue-{self._token}-sweeper",
-            daemon=True,
+        thread = sync_of(self._clock).thread(
+            _sweep_forever, (weakref.ref(self), link), f"impl.Queue-{self._token}-sweeper"
         )
         thread.start()  # may raise RuntimeError("can't start new thread"): nothing changed
         self._sweeper, self._link = thread, link
@@ -1628,10 +1674,11 @@ class Queue(Generic[T]):
     def _reinit_after_fork(self) -> None:
         """In a child process: fresh lock and conditions (the parent's may be held by threads
         that do not exist here), no waiters, no sweeper (the next arm starts one)."""
-        self.mutex = threading.RLock()
-        self.not_empty = threading.Condition(self.mutex)
-        self.not_full = threading.Condition(self.mutex)
-        self.new_deadline = threading.Condition(self.mutex)
+        sync = sync_of(self._clock)
+        self.mutex = sync.rlock()
+        self.not_empty = sync.condition(self.mutex)
+        self.not_full = sync.condition(self.mutex)
+        self.new_deadline = sync.condition(self.mutex)
         self._waiting = self._new_waiting()
         self._sweeper = self._link = None
         self._sink_thread = None

@@ -41,6 +41,11 @@ Delays, batches and purge (issue 14): :class:`EarlyDelayQueue`,
 :class:`PrefixSendBatchQueue`, :class:`SplitReceiveBatchQueue`,
 :class:`DeleteBatchStopsQueue`.
 
+Held out until the controlled scheduler (issue 17; each survived the rest of the suite, or was
+caught only by interleaving luck), caught by ``model_tests/tests/test_schedule.py``:
+:class:`DeadlineFirstSendQueue`, :class:`OnlyWhenEmptySweeperQueue`,
+:class:`UnsweptIsDeadQueue`.
+
 FIFO queues (issue 15, contract section 2b): subclasses of ``impl.FifoQueue``, each overriding
 one of its hooks (``FifoQueue``'s docstring), kept apart in :data:`FIFO_MUTANTS` (their API is
 the FIFO one: the standard-queue checks do not apply); ``model_tests/tests/test_fifo_mutants.py``
@@ -53,9 +58,10 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
-from typing import Any, Final, TypeVar
+from typing import Any, Final, Literal, TypeVar
 
 from impl.clock import Clock
+from impl.errors import Full
 from impl.fifo import FifoQueue
 from impl.message import Receipt
 from impl.queue import Queue, Record
@@ -571,6 +577,92 @@ class DeleteBatchStopsQueue(Queue[T]):
         return recs
 
 
+# =============================================================================================
+# Held out (issue 17): bugs that survived every check until the controlled scheduler
+# =============================================================================================
+
+
+class DeadlineFirstSendQueue(Queue[T]):
+    """MUTANT (held out, issue 17): a timed ``send`` that wakes checks its deadline before it
+    re-checks for room.
+
+    The bug: after each wait on ``not_full`` the sender asks "has my time run out?" first and
+    raises :class:`Full` if so, even when the wakeup brought the room. In CPython a timed wait
+    whose timeout has passed stays in the condition's list of waiters until it has the lock
+    back, so the one notify of a freed slot can reach it: the timed sender then raises Full
+    beside a free slot, the notify used up, while an untimed sender sleeps on. The real loop
+    tests the room first and the deadline only when there is none.
+
+    Why the checks see it: the controlled scheduler's ``timed_send`` program (a full queue, a
+    timed and an untimed sender, a consumer freeing the slot, the clock passing the timed
+    sender's deadline) finds the schedule where the notify reaches the timed-out sender; the
+    untimed one ends asleep with no timer beside the room: LOST WAKEUP.
+    """
+
+    def _wait_for_room(
+        self,
+        op: Literal["send", "send_batch"],
+        need: Callable[[], int],
+        block: bool,
+        endtime: float | None,
+        wait: float | None,
+    ) -> int:
+        if op == "send" and block and endtime is not None:
+            while not (self._shutdown or self._has_room()):
+                self._wait(self.not_full, endtime)
+                if self.clock.now() >= endtime:  # BUG: before looking for the room
+                    raise Full(f"no room within {wait} seconds")
+        return super()._wait_for_room(op, need, block, endtime, wait)
+
+
+class OnlyWhenEmptySweeperQueue(Queue[T]):
+    """MUTANT (held out, issue 17): expiry notifies ``not_empty`` only when nothing was visible
+    before the release.
+
+    The bug: "a receiver waits only when the queue is empty, so only the first message made
+    visible needs a notify". But a sweep can release several deliveries in one step, and each
+    waiting receiver needs its own notify: the first release wakes one receiver, the second
+    (the queue no longer empty) wakes nobody, and the second receiver sleeps beside a visible
+    message. It survived pytest and TLC alike, because every ``Bug = "none"`` threaded model had
+    capacity 1 or one id: two deliveries expiring in one sweep never happened there.
+
+    Why the checks see it: the controlled scheduler's ``expiry_two_consumers`` program
+    (capacity 2, two deliveries expiring together, two receivers waiting) ends with one
+    receiver asleep with no timer beside a visible message: LOST WAKEUP.
+    """
+
+    def _expire_one(self, rec: Record[T], now: float) -> None:
+        was_empty = not self._visible
+        enabled = self._release(rec)
+        if enabled is not self.not_empty or was_empty:  # BUG: not once per message released
+            self._notify(enabled)
+
+
+class UnsweptIsDeadQueue(Queue[T]):
+    """MUTANT (held out, issue 17): a delivery whose deadline has passed but which the sweep
+    has not yet released is treated as expired: its receipt is no longer live.
+
+    The bug: the guard compares the deadline with the clock ("it has timed out, so it is
+    gone") instead of asking whether the delivery is still in flight. The contract's expiry is
+    a transition (the sweep): until it runs, the delivery is in flight and its receipt live, so
+    a heartbeat (``change_visibility``) that comes late but before the sweep still extends it.
+    Here it says ``False`` and leaves the message in flight, where no receive can take it until
+    the sweep comes: the consumer was told its work is gone while nobody else can have it.
+
+    Why the checks see it: the controlled scheduler's ``unswept_extend`` program runs the
+    consumer's ``change_visibility`` after the clock passed the deadline and before the
+    sweeper ran: it answers ``False``, so the message must have expired and be visible, and the
+    consumer's next ``receive(block=False)`` raises Empty: no order of the spec gives both
+    (NOT LINEARIZABLE). With real threads this needed interleaving luck (5 runs in 10).
+    """
+
+    def _live(self, receipt: Receipt) -> Record[T] | None:
+        rec = super()._live(receipt)
+        if rec is not None and rec.deadline is not None and rec.deadline <= self.clock.now():
+            return None  # BUG: passed but not swept is still in flight, and live
+        return rec
+
+
 _ALL: tuple[type[Queue[Any]], ...] = (
     PlainBlockingQueue,
     SplitReceiveQueue,
@@ -592,6 +684,9 @@ _ALL: tuple[type[Queue[Any]], ...] = (
     PrefixSendBatchQueue,
     SplitReceiveBatchQueue,
     DeleteBatchStopsQueue,
+    DeadlineFirstSendQueue,
+    OnlyWhenEmptySweeperQueue,
+    UnsweptIsDeadQueue,
 )
 
 #: Every mutant by name (its class name), in the order of the module docstring.

@@ -10,6 +10,10 @@
   ``not_empty`` when a delay fires leaves a receiver asleep beside the message it made visible
   (``NoLostWakeup``), and a ``delete_batch`` that notifies ``not_full`` once for the whole
   batch leaves a sender asleep beside a free slot.
+- Issue 17: a sweep that notifies ``not_empty`` only into an empty ``VISIBLE`` fails
+  ``ThreadedQueueWakeupNotifyIfEmpty`` and the ``Bug = "none"`` model with capacity 2 and two
+  consumers (``ThreadedQueueTwoConsumers``), and passes the capacity-1 ``ThreadedQueue.cfg``:
+  the blind spot that model closes.
 - The correct models pass (invariants, no lost wakeup, deadlock freedom, refinement, liveness);
   they take 20-40 s each, so they are marked ``slow``.
 """
@@ -75,6 +79,8 @@ def test_threaded_models_declare_their_expected_outcomes() -> None:
         "ThreadedQueueWakeupNotifyOnce",
         "ThreadedQueueDelay",
         "ThreadedQueueBatch",
+        "ThreadedQueueTwoConsumers",
+        "ThreadedQueueWakeupNotifyIfEmpty",
     } <= set(models)
     for name, m in models.items():
         assert m.spec == TLA_DIR / "ThreadedQueue.tla"
@@ -85,6 +91,9 @@ def test_threaded_models_declare_their_expected_outcomes() -> None:
             assert m.expected == "ok", name
     assert models["ThreadedQueueWakeup"].expect_name == "DeadlockFree"
     assert models["ThreadedQueueWakeupNotifyOnce"].expect_name == "ReceiversAwake"
+    assert models["ThreadedQueueWakeupNotifyIfEmpty"].expect_name == "ReceiversAwake"
+    # Issue 17: the Bug = "none" model with two messages and two consumers runs by default.
+    assert not models["ThreadedQueueTwoConsumers"].large
 
 
 def test_threaded_model_states_the_refinement_theorem() -> None:
@@ -139,6 +148,52 @@ def test_threaded_notify_once_model_leaves_one_receiver_asleep_beside_a_message(
     visible = last["qVisible"]
     assert isinstance(visible, tuple) and len(visible) == 2
     assert len(w_last["not_empty"]) == 1  # type: ignore[arg-type]
+
+
+def _with_bug(tmp_path: Path, cfg: str, bug: str) -> Result:
+    """TLC on the model ``cfg`` with its ``Bug`` replaced by ``bug``."""
+    text = (TLA_DIR / f"{cfg}.cfg").read_text()
+    assert text.count('Bug = "none"') == 1
+    for name in ("ThreadedQueue.tla", "Queue.tla"):
+        shutil.copy(TLA_DIR / name, tmp_path / name)
+    (tmp_path / "Mutant.cfg").write_text(text.replace('Bug = "none"', f'Bug = "{bug}"'))
+    return run_tlc(tmp_path / "ThreadedQueue.tla", tmp_path / "Mutant.cfg", check_deadlock=False)
+
+
+@needs_java
+def test_threaded_notify_if_empty_model_leaves_a_receiver_asleep_beside_a_requeued_message() -> (
+    None
+):
+    """Issue 17: the sweep notifies not_empty only into an empty VISIBLE. A send has woken c1,
+    which has not yet taken the lock when the sweep re-queues a behind b: no one is told."""
+    result = run("ThreadedQueueWakeupNotifyIfEmpty")
+    assert (result.outcome, result.detail) == ("violation", "Invariant ReceiversAwake")
+    trace = states(result)
+    assert trace[-1][0] == "SweepCS"
+    before, last = trace[-2][1], trace[-1][1]
+    assert before["qVisible"] == (mv("b"),) and last["qVisible"] == (mv("b"), mv("a"))
+    waiting = last["waiting"]
+    assert isinstance(waiting, Record) and waiting["not_empty"] == frozenset({mv("c2")})
+    at = last["at"]
+    assert isinstance(at, Function) and at[mv("c1")] == "lock"  # on its way, for b only
+
+
+@needs_java
+def test_threaded_two_consumer_model_catches_the_notify_if_empty_sweep(tmp_path: Path) -> None:
+    """Issue 17: the Bug = "none" model with capacity 2 and two consumers has the teeth the
+    capacity-1 models lack: with the bug, its invariants fail."""
+    result = _with_bug(tmp_path, "ThreadedQueueTwoConsumers", "sweep_notify_if_empty")
+    assert (result.outcome, result.detail) == ("violation", "Invariant NoLostWakeup")
+    assert states(result)[-1][0] == "SweepCS"
+
+
+@needs_java
+@pytest.mark.slow
+def test_threaded_capacity_one_model_misses_the_notify_if_empty_sweep(tmp_path: Path) -> None:
+    """Issue 17, the blind spot the two-consumer model closes: with capacity 1 no second
+    message can be visible when the sweep re-queues, so the bug passes ThreadedQueue.cfg."""
+    result = _with_bug(tmp_path, "ThreadedQueue", "sweep_notify_if_empty")
+    assert result.outcome == "ok", result.summary + "\n" + result.trace()
 
 
 # -- the refinement is not vacuous --------------------------------------------------------------
@@ -287,6 +342,7 @@ def test_threaded_delete_batch_must_notify_per_freed_slot(tmp_path: Path) -> Non
         "ThreadedQueueLiveness",
         "ThreadedQueueDelay",
         "ThreadedQueueBatch",
+        "ThreadedQueueTwoConsumers",
     ],
 )
 def test_threaded_model_passes(name: str) -> None:

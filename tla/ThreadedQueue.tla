@@ -39,7 +39,17 @@
 (*   "sweep_notify_once"  the sweeper notifies not_empty once per sweep,   *)
 (*                        not once per message it re-queued: notify where  *)
 (*                        notify(n)/notify_all is needed                   *)
-(*                        (ThreadedQueueWakeupNotifyOnce.cfg).             *)
+(*                        (ThreadedQueueWakeupNotifyOnce.cfg);             *)
+(*   "sweep_notify_if_empty"  the sweeper's release notifies not_empty     *)
+(*                        only when VISIBLE was empty before it ("nobody   *)
+(*                        waits while something is visible"): a receiver   *)
+(*                        woken by a send has not yet taken the lock when  *)
+(*                        the sweep re-queues a second message, and the    *)
+(*                        other receiver sleeps beside it.  It needs two   *)
+(*                        messages active and two consumers: every         *)
+(*                        Bug = "none" model of capacity 1 or one id       *)
+(*                        passes with it (ThreadedQueueTwoConsumers.cfg    *)
+(*                        does not; ThreadedQueueWakeupNotifyIfEmpty.cfg). *)
 (*                                                                         *)
 (* What is left out, and why it does not matter here: shutdown/close (they *)
 (* notify_all and end every loop); the expiry heap's stale entries (the    *)
@@ -93,7 +103,7 @@ ASSUME WithPurge \in BOOLEAN
 ASSUME Delays \subseteq Nat
 ASSUME Batch \in 1..10
 ASSUME MaxTime \in Nat
-ASSUME Bug \in {"none", "sweep_no_notify", "sweep_notify_once"}
+ASSUME Bug \in {"none", "sweep_no_notify", "sweep_notify_once", "sweep_notify_if_empty"}
 ASSUME Sweeper \notin Producers \cup Consumers /\ Producers \cap Consumers = {}
 
 Threads == Producers \cup Consumers \cup {Sweeper}
@@ -189,11 +199,16 @@ ExpiryOrder == FromDue(0)
 (***************************************************************************)
 ArmNotifies(dl) == IF target = None \/ dl < target THEN 1 ELSE 0
 
-\* How many receivers a sweep that re-queued k messages notifies.
+\* How many receivers a sweep that re-queued k messages notifies.  With
+\* "sweep_notify_if_empty" only a release into an empty VISIBLE notifies:
+\* the sweep's releases only append, so that is the first one, and only if
+\* nothing was visible before the sweep.  (The model counts a delay firing
+\* as such a release too; the config of that bug has no delays.)
 SweepNotifies(k) ==
-    CASE Bug = "sweep_no_notify"   -> 0
-      [] Bug = "sweep_notify_once" -> Min(k, 1)
-      [] OTHER                     -> k
+    CASE Bug = "sweep_no_notify"       -> 0
+      [] Bug = "sweep_notify_once"     -> Min(k, 1)
+      [] Bug = "sweep_notify_if_empty" -> IF qVisible = <<>> THEN Min(k, 1) ELSE 0
+      [] OTHER                         -> k
 
 (***************************************************************************)
 (* Queue._notify: while a send_batch waits on not_full, a notify of        *)
