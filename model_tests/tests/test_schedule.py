@@ -179,3 +179,20 @@ def test_schedule_cli_prints_the_table(capsys: pytest.CaptureFixture[str]) -> No
     assert main(["--program", "expiry_wakeup", "--mutant", "ForgetfulSweeperQueue"]) == 1
     out = capsys.readouterr().out
     assert "LOST WAKEUP" in out and "replay: expiry_wakeup:ForgetfulSweeperQueue:" in out
+
+
+def test_schedule_cli_mutant_alone_runs_the_programs_that_find_it(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["--mutant", "OnlyWhenEmptySweeperQueue"]) == 1
+    out = capsys.readouterr().out
+    assert "LOST WAKEUP" in out and "replay: expiry_two_consumers:OnlyWhenEmptySweeperQueue:" in out
+    # The real queue passes the same way of asking: every program, no failure.
+    assert main(["--mutant", "FifoQueue", "--preemptions", "0"]) == 0
+
+
+def test_schedule_cli_rejects_an_unknown_queue_class(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["--mutant", "NoSuchQueue"])
+    assert exc.value.code == 2
+    assert "--mutant: no queue class 'NoSuchQueue'" in capsys.readouterr().err
