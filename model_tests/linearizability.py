@@ -336,6 +336,15 @@ class NotLinearizable:
     def __bool__(self) -> bool:
         return False
 
+    def __str__(self) -> str:
+        """The verdict for a person: the culprit, the longest order the spec agrees with, and
+        what the spec gives instead of each recorded result that could have come next."""
+        lines = [f"not linearizable at {self.culprit}", "the spec agrees with this order:"]
+        lines += [f"  {i}. {step}" for i, step in enumerate(self.longest, 1)]
+        lines.append("then no operation can go next:" if self.stuck else "then nothing fits.")
+        lines += [f"  {m.entry}, where the spec gives {m.expected!r}" for m in self.stuck]
+        return "\n".join(lines)
+
 
 @dataclass(frozen=True, slots=True)
 class Unknown:

@@ -127,6 +127,15 @@ def test_not_linearizable_receive_that_skips_the_visible_head() -> None:
     assert v.culprit == h[2]
     assert v.longest == (h[0], h[1])
     assert v.stuck == (Mismatch(h[2], ("a", "x", 1)),)
+    # Printed for a person (the scheduler's reports use it): culprit, agreed order, mismatch.
+    assert str(v).splitlines() == [
+        "not linearizable at t1: receive(30.0) -> ('b', 'y', 1)",
+        "the spec agrees with this order:",
+        f"  1. {h[0]}",
+        f"  2. {h[1]}",
+        "then no operation can go next:",
+        "  t1: receive(30.0) -> ('b', 'y', 1), where the spec gives ('a', 'x', 1)",
+    ]
 
 
 def delivered_then_due() -> list[Entry]:
