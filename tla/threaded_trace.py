@@ -57,17 +57,12 @@ the right way round.
 
 from __future__ import annotations
 
-import re
-import shutil
-import tempfile
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Final
 
-from tla.models import TLA_DIR
-from tla.tlc import Result, run_tlc
-from tla.trace import tla_value
+from tla.tlc import Result
+from tla.trace import run_inverted, tla_value
 
 #: The kinds of :class:`ThreadEvent`.
 KINDS: Final = frozenset(
@@ -92,8 +87,6 @@ CONSUMER_OPS: Final = frozenset(
 
 #: The modules a check needs next to the generated one.
 _MODULES: Final = ("Queue.tla", "ThreadedQueue.tla", "TraceThreadedQueue.tla")
-
-_STEP = re.compile(r"^/\\ step = (\d+)$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,19 +177,56 @@ class Roles:
         return self.producers | self.consumers | {self.sweeper}
 
 
-def modelled_prefix(events: Sequence[ThreadEvent]) -> list[ThreadEvent]:
-    """The events before the first ``raise`` or interrupted wait: the model has no exceptions,
+def modelled_prefix(
+    events: Sequence[ThreadEvent], sweeper: str = "sweeper"
+) -> list[ThreadEvent]:
+    """The events before the first ``raise``, interrupted wait, or timed-out wait of a thread
+    other than the sweeper: the model has no exceptions and no timed wait but the sweeper's,
     and a prefix of a behaviour is a behaviour, so this is what can be checked of a run in
-    which a call raised (a ``receive(block=False)`` that found nothing, an interrupt)."""
+    which a call raised (a ``receive(block=False)`` that found nothing, an interrupt) or a
+    timed send or receive ran out. The critical section the cut falls in (the thread's
+    ``acquire`` and ``wake`` just before) goes too: it has no end the model could match."""
     cut = next(
         (
             k
             for k, e in enumerate(events)
-            if e.kind == "raise" or (e.kind == "wake" and e.detail[1:2] == ("interrupt",))
+            if e.kind == "raise"
+            or (e.kind == "wake" and e.detail[1:2] == ("interrupt",))
+            or (e.kind == "wake" and e.detail[1:2] == ("timeout",) and e.thread != sweeper)
         ),
         len(events),
     )
+    if cut < len(events):
+        t = events[cut].thread
+        mine = [k for k in range(cut) if events[k].thread == t]
+        call = max((k for k in mine if events[k].kind == "call"), default=-1)
+        section = max((k for k in mine if events[k].kind == "acquire"), default=-1)
+        if section > call and not any(events[k].kind == "step" for k in mine if k > section):
+            cut = section
     return list(events[:cut])
+
+
+def split_setup(events: Sequence[ThreadEvent], setup: str = "setup") -> list[ThreadEvent]:
+    """``events`` with the thread ``setup`` (a program's setup, run before its threads by one
+    thread that both sends and receives) split in two threads of the model: its sends (and
+    cancels, purges) as those of the producer ``<setup>-producer``, the rest as those of the
+    consumer ``<setup>-consumer``. One thread's calls run one after the other, so the two
+    halves never overlap: the split is the same behaviour, with roles the model has."""
+    out: list[ThreadEvent] = []
+    role: str | None = None
+    for k, e in enumerate(events):
+        if e.thread != setup:
+            out.append(e)
+            continue
+        if e.kind == "call":
+            op = str(e.detail[0]) if e.detail else ""
+            role = "producer" if op in PRODUCER_OPS else "consumer"
+        if role is None:
+            raise NotModelled(f"event {k} ({e}): the setup thread outside any call")
+        out.append(ThreadEvent(f"{setup}-{role}", e.kind, e.detail))
+        if e.kind in ("return", "raise"):
+            role = None
+    return out
 
 
 def roles(events: Sequence[ThreadEvent], sweeper: str = "sweeper") -> Roles:
@@ -221,19 +251,25 @@ def roles(events: Sequence[ThreadEvent], sweeper: str = "sweeper") -> Roles:
 def to_model_events(
     events: Sequence[ThreadEvent],
     *,
-    visibility_timeout: int,
+    visibility_timeout: int | None,
     start: float = 0.0,
     sweeper: str = "sweeper",
+    setup: str = "setup",
 ) -> list[ModelEvent]:
     """The steps of ``TraceThreadedQueue.tla`` that ``events`` stand for, in order.
 
-    ``visibility_timeout`` is the queue's (every receive must use it); ``start`` its clock's
-    start. Raises :class:`NotModelled` for events the model has no step for, or malformed ones.
+    ``visibility_timeout`` is the queue's (every receive must use it; ``None``: no receive
+    has one, see :func:`render_config`); ``start`` its clock's start; the thread named
+    ``setup`` is split (:func:`split_setup`). Raises :class:`NotModelled` for events the model
+    has no step for, or malformed ones.
     """
-    if not isinstance(visibility_timeout, int) or visibility_timeout < 1:
+    if visibility_timeout is not None and (
+        not isinstance(visibility_timeout, int) or visibility_timeout < 1
+    ):
         raise NotModelled(
-            f"visibility_timeout must be a whole number >= 1, got {visibility_timeout!r}"
+            f"visibility_timeout must be a whole number >= 1 or None, got {visibility_timeout!r}"
         )
+    events = split_setup(events, setup)
     who = roles(events, sweeper)
     out: list[ModelEvent] = []
     now = 0
@@ -411,7 +447,7 @@ def _cs_record(
     sleep: str,
     deadline: object,
     start: float,
-    vt: int,
+    vt: int | None,
     where: str,
 ) -> Record:
     """A ``cs`` step: the section's wakeups, its end, and what its transition gave."""
@@ -441,17 +477,16 @@ def _cs_record(
     _, args, result = steps[0][:3]
     if cs.op == "receive":
         assert isinstance(args, tuple)
-        if args[0] is None or _int(args[0], where) != vt:
-            raise NotModelled(f"{where}: the model's receives all use visibility timeout {vt}")
+        _same_vt(args[0], vt, where)
         r["got"] = _receipt(result, where)
-        r["read"] = _time(_tuple(result, where)[2], start, where) - vt
+        if vt is not None:
+            r["read"] = _time(_tuple(result, where)[2], start, where) - vt
     elif cs.op == "receive_batch":
         assert isinstance(args, tuple)
-        if args[1] is None or _int(args[1], where) != vt:
-            raise NotModelled(f"{where}: the model's receives all use visibility timeout {vt}")
+        _same_vt(args[1], vt, where)
         got = _tuple(result, where)
         r["got"] = tuple(_receipt(x, where) for x in got)
-        if got:
+        if got and vt is not None:
             r["read"] = _time(_tuple(got[0], where)[2], start, where) - vt
     elif cs.op in ("delete", "retry"):
         r["ok"] = bool(result)
@@ -467,6 +502,12 @@ def _cs_record(
     elif cs.op == "purge":
         r["count"] = _int(result, where)
     return r
+
+
+def _same_vt(x: object, vt: int | None, where: str) -> None:
+    """A receive's visibility timeout ``x`` must be the queue's ``vt``."""
+    if (x is None) != (vt is None) or (x is not None and _int(x, where) != vt):
+        raise NotModelled(f"{where}: the model's receives all use visibility timeout {vt}")
 
 
 def _tuple(x: object, where: str) -> tuple[object, ...]:
@@ -498,9 +539,13 @@ def _pairs(r: Record, key: str) -> list[tuple[object, ...]]:
 
 def _ids(records: Sequence[Record]) -> set[str]:
     ids: set[str] = set()
-    for r in records:
+    for k, r in enumerate(records):
         if r.get("id") is not None:
             ids.add(str(r["id"]))
+        elif r["kind"] == "call" and r["op"] == "send":
+            # A send that recorded no transition (it waited, then the run was cut): its id
+            # is not known, so it gets one of its own, never sent by anyone else.
+            ids.add(f"unsent{k}")
         for key in ("entries", "receipts", "receipt", "got"):
             ids |= {str(p[0]) for p in _pairs(r, key)}
         fired = r.get("fired", ())
@@ -533,7 +578,7 @@ def render_config(
     *,
     capacity: int | None,
     max_receives: int | None,
-    visibility_timeout: int,
+    visibility_timeout: int | None,
     bug: str = "none",
 ) -> str:
     """ThreadedQueue's constants fitted to the events, and the inverted invariant."""
@@ -564,6 +609,9 @@ def render_config(
     # Without max_receives no release kills: a bound above every attempt of the run.
     receives = max(attempts) + 1 if max_receives is None else max_receives
     max_time = max([0, *(int(str(r["hi"])) for r in records)])
+    # Receives without a visibility timeout: the model's (it has no other) runs past the
+    # run's last time, so no delivery expires in the model, as none does in the code.
+    vt = max_time + 1 if visibility_timeout is None else visibility_timeout
     uses = {str(r["op"]) for r in calls}
     return (
         "\\* Generated by tla/threaded_trace.py. TraceIncomplete VIOLATED = the events are\n"
@@ -575,7 +623,7 @@ def render_config(
         f"    Ids = {_set(_ids(records))}\n"
         f"    Capacity = {tla_value(capacity)}\n"
         f"    MaxReceives = {receives}\n"
-        f"    VT = {visibility_timeout}\n"
+        f"    VT = {vt}\n"
         f"    ExtendTimeouts = {_set(extends)}\n"
         f"    WithCancel = {tla_value('cancel' in uses)}\n"
         f"    WithPurge = {tla_value('purge' in uses)}\n"
@@ -641,14 +689,16 @@ def check_thread_events(
     *,
     capacity: int | None,
     max_receives: int | None,
-    visibility_timeout: int,
+    visibility_timeout: int | None,
     start: float = 0.0,
     sweeper: str = "sweeper",
+    setup: str = "setup",
     bug: str = "none",
     timeout: float = 120.0,
 ) -> ThreadVerdict:
     """Is ``events``, recorded from an ``impl.Queue`` with these ``capacity``, ``max_receives``
-    and ``visibility_timeout`` (whole clock units), a behaviour of ``ThreadedQueue.tla``?
+    and ``visibility_timeout`` (whole clock units, or ``None``), a behaviour of
+    ``ThreadedQueue.tla``? The thread named ``setup`` is split (:func:`split_setup`).
 
     ``bug`` picks the model's ``Bug`` (``"none"``: the queue as it should be). Raises
     :class:`NotModelled` for events outside the model, :class:`ThreadTraceCheckError` if TLC
@@ -656,9 +706,9 @@ def check_thread_events(
     """
     raw = tuple(events)
     model_events = to_model_events(
-        raw, visibility_timeout=visibility_timeout, start=start, sweeper=sweeper
+        raw, visibility_timeout=visibility_timeout, start=start, sweeper=sweeper, setup=setup
     )
-    who = roles(raw, sweeper)
+    who = roles(split_setup(raw, setup), sweeper)
     config = render_config(
         model_events,
         who,
@@ -667,38 +717,20 @@ def check_thread_events(
         visibility_timeout=visibility_timeout,
         bug=bug,
     )
-    with tempfile.TemporaryDirectory(prefix="threaded-trace-") as tmp:
-        d = Path(tmp)
-        for name in _MODULES:
-            shutil.copy(TLA_DIR / name, d / name)
-        (d / "ThreadTraceRun.tla").write_text(render_module(model_events))
-        (d / "ThreadTraceRun.cfg").write_text(config)
-        # No deadlock check, and every state dumped: the events may be matched in more than
-        # one way (which waiters a notify woke, when the clock ticked), and a way that gets
-        # stuck says nothing while another goes on. Rejected = no way matches them all; how
-        # far the best one got is the largest `step' among the states.
-        result = run_tlc(
-            d / "ThreadTraceRun.tla",
-            d / "ThreadTraceRun.cfg",
-            check_deadlock=False,
-            extra=("-dump", str(d / "states")),
-            timeout=timeout,
-        )
-        matched = max(
-            (
-                int(m.group(1))
-                for dump in d.glob("states*")
-                if dump.is_file()
-                for line in dump.read_text().splitlines()
-                if (m := _STEP.match(line.strip()))
-            ),
-            default=0,
-        )
+    # Every path: the events may be matched in more than one way (which waiters a notify
+    # woke, when the clock ticked), and a way that gets stuck says nothing while another
+    # goes on. Rejected = no way matches them all; `matched' = how far the best one got.
+    accepted, matched, result = run_inverted(
+        _MODULES,
+        "ThreadTraceRun",
+        render_module(model_events),
+        config,
+        timeout=timeout,
+        every_path=True,
+    )
     frozen = tuple(model_events)
-    if result.outcome == "violation" and result.detail == "Invariant TraceIncomplete":
-        return ThreadVerdict(True, len(frozen), frozen, raw, result)
-    if result.outcome == "ok":
-        return ThreadVerdict(False, matched, frozen, raw, result)
+    if accepted is not None:
+        return ThreadVerdict(accepted, len(frozen) if accepted else matched, frozen, raw, result)
     raise ThreadTraceCheckError(
         f"TLC gave no verdict ({result.summary}):\n" + "\n".join(result.output[-30:])
     )

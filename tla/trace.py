@@ -539,9 +539,56 @@ class Verdict:
         )
 
 
-def _matched(result: Result) -> int:
-    steps = [int(m.group(1)) for line in result.output if (m := _STEP.match(line.strip()))]
-    return steps[-1] if steps else 0
+def _steps(lines: Iterable[str]) -> list[int]:
+    """The values of ``step`` in TLC's printed states."""
+    return [int(m.group(1)) for line in lines if (m := _STEP.match(line.strip()))]
+
+
+def run_inverted(
+    modules: Iterable[str],
+    name: str,
+    module: str,
+    config: str,
+    *,
+    timeout: float,
+    every_path: bool = False,
+) -> tuple[bool | None, int, Result]:
+    """Run TLC on a generated trace-validation module and read THE INVERSION the right way
+    round: ``(accepted, matched, result)``, ``accepted`` ``None`` when TLC gave no verdict.
+
+    The module ``name`` (text ``module``, config ``config``) is written next to copies of
+    ``modules`` from ``tla/``. ``every_path=False`` (a trace with one way to be matched, as
+    ``TraceQueue.tla``'s): rejected = a deadlock, ``matched`` = the ``step`` of its last
+    state. ``every_path=True`` (``TraceThreadedQueue.tla``: the events may be matched in more
+    than one way, and a way that gets stuck proves nothing): no deadlock check and every
+    state dumped; rejected = TLC finished without error, ``matched`` = the largest ``step``
+    of the states it reached. Accepted, either way: ``TraceIncomplete`` violated.
+    """
+    with tempfile.TemporaryDirectory(prefix=f"{name}-") as tmp:
+        d = Path(tmp)
+        for m in modules:
+            shutil.copy(TLA_DIR / m, d / m)
+        (d / f"{name}.tla").write_text(module)
+        (d / f"{name}.cfg").write_text(config)
+        result = run_tlc(
+            d / f"{name}.tla",
+            d / f"{name}.cfg",
+            check_deadlock=not every_path,
+            extra=("-dump", str(d / "states")) if every_path else (),
+            timeout=timeout,
+        )
+        if every_path:
+            dumps = [f for f in d.glob("states*") if f.is_file()]
+            matched = max((n for f in dumps for n in _steps(f.read_text().splitlines())), default=0)
+        else:
+            matched = (_steps(result.output) or [0])[-1]
+    if result.outcome == "violation" and result.detail == "Invariant TraceIncomplete":
+        return True, matched, result
+    if every_path:
+        rejected = result.outcome == "ok"
+    else:
+        rejected = result.outcome == "violation" and result.detail == "Deadlock"
+    return (False if rejected else None), matched, result
 
 
 def check_events(
@@ -558,18 +605,16 @@ def check_events(
     Raises :class:`TraceCheckError` if TLC fails instead of answering (a setup problem, a
     malformed event), and ``tla.tlc.SetupError`` if Java or the TLA+ tools are missing.
     """
-    with tempfile.TemporaryDirectory(prefix="trace-") as tmp:
-        d = Path(tmp)
-        for name in _MODULES if fifo is None else _FIFO_MODULES:
-            shutil.copy(TLA_DIR / name, d / name)
-        (d / "TraceRun.tla").write_text(render_module(events, fifo=fifo is not None))
-        (d / "TraceRun.cfg").write_text(render_config(events, capacity, max_receives, fifo))
-        result = run_tlc(d / "TraceRun.tla", d / "TraceRun.cfg", timeout=timeout)
+    accepted, matched, result = run_inverted(
+        _MODULES if fifo is None else _FIFO_MODULES,
+        "TraceRun",
+        render_module(events, fifo=fifo is not None),
+        render_config(events, capacity, max_receives, fifo),
+        timeout=timeout,
+    )
     frozen = tuple(events)
-    if result.outcome == "violation" and result.detail == "Invariant TraceIncomplete":
-        return Verdict(True, len(frozen), frozen, result)
-    if result.outcome == "violation" and result.detail == "Deadlock":
-        return Verdict(False, _matched(result), frozen, result)
+    if accepted is not None:
+        return Verdict(accepted, len(frozen) if accepted else matched, frozen, result)
     raise TraceCheckError(
         f"TLC gave no verdict ({result.summary}):\n" + "\n".join(result.output[-30:])
     )

@@ -158,6 +158,9 @@ class Scheduler:
         #: After the run and its teardown: every primitive passes through (a queue's
         #: ``close`` or ``__del__`` may still take its lock, from any thread).
         self.closed = False
+        #: The name under which the events of a thread the scheduler does not run are
+        #: recorded (the program's setup, run by the test's own thread), or ``None``: not.
+        self.outside: str | None = None
         self._to_main = threading.Semaphore(0)
         # Per scheduler, so an OS thread of an earlier run (or a reused thread id) is never
         # taken for one of this run's logical threads.
@@ -296,11 +299,35 @@ class Scheduler:
     # -- events ---------------------------------------------------------------------------------
 
     def event(self, t: LThread | None, kind: str, detail: tuple[object, ...]) -> None:
-        if t is not None and not self.tearing_down:
-            self.events.append(ThreadEvent(t.name, kind, detail))
+        """Record what ``t`` did (``None``: a thread the scheduler does not run, recorded
+        only while :attr:`outside` names it)."""
+        name = t.name if t is not None else self.outside
+        if name is not None and not self.tearing_down:
+            self.events.append(ThreadEvent(name, kind, detail))
 
 
-class CLock:
+class Guard:
+    """``with x:`` for a lock-like primitive: :meth:`acquire` on entry, :meth:`release` on
+    exit. The controlled lock and condition (a condition takes its lock, as
+    ``threading.Condition`` does) and the recording ones of
+    ``model_tests/tests/test_schedule_trace.py`` share it."""
+
+    def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
+        raise NotImplementedError
+
+    def release(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self) -> bool:
+        return self.acquire()
+
+    def __exit__(
+        self, tp: type[BaseException] | None, v: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.release()
+
+
+class CLock(Guard):
     """A controlled reentrant lock (``threading.RLock``'s interface, as the queue uses it)."""
 
     def __init__(self, sched: Scheduler, name: str = "mutex") -> None:
@@ -320,6 +347,8 @@ class CLock:
             if self.owner is not None:
                 raise OutsideScheduler(f"{self.name} is held by {self.owner.name}")
             self._outside += 1
+            if self._outside == 1:
+                self.sched.event(None, "acquire", (self.name,))
             return True
         if self.owner is t:
             self.count += 1
@@ -338,6 +367,8 @@ class CLock:
         if t is None:
             assert self._outside > 0, "release of an unheld lock"
             self._outside -= 1
+            if not self._outside:
+                self.sched.event(None, "release", (self.name,))
             return
         if self.owner is not t:
             if self.sched.killing:
@@ -354,16 +385,8 @@ class CLock:
         t = self.sched.me()
         return self._outside > 0 if t is None else self.owner is t
 
-    def __enter__(self) -> bool:
-        return self.acquire()
 
-    def __exit__(
-        self, tp: type[BaseException] | None, v: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.release()
-
-
-class CCondition:
+class CCondition(Guard):
     """A controlled condition variable on a :class:`CLock`; waits go through the clock."""
 
     def __init__(self, lock: CLock, name: str) -> None:
@@ -387,12 +410,10 @@ class CCondition:
     def notify_all(self) -> None:
         self.notify(len(self.waiters))
 
-    def __enter__(self) -> bool:
-        return self.lock.acquire()
+    def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
+        return self.lock.acquire(blocking, timeout)
 
-    def __exit__(
-        self, tp: type[BaseException] | None, v: BaseException | None, tb: TracebackType | None
-    ) -> None:
+    def release(self) -> None:
         self.lock.release()
 
     def __repr__(self) -> str:

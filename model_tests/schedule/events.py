@@ -38,8 +38,8 @@ class _ThreadEvent:
         return f"{self.thread}: {self.kind} {self.detail!r}"
 
 
-if TYPE_CHECKING:
-    ThreadEvent = _ThreadEvent
+if TYPE_CHECKING:  # the type is the validator's, so events pass to it as they are
+    from tla.threaded_trace import ThreadEvent
 else:
     try:  # the validator's own definition, when the TLA+ side is present (the same shape)
         from tla.threaded_trace import ThreadEvent

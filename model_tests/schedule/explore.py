@@ -66,6 +66,9 @@ from model_tests.schedule.programs import Op, Program
 #: The steps one schedule may take before it is reported as a livelock.
 MAX_STEPS: Final = 2_000
 
+#: The thread name of the program's setup, in the history and in the events.
+SETUP: Final = "setup"
+
 #: Whether switching away from a thread between two of its operations is free (no preemption).
 FREE_CALLS = True
 
@@ -211,7 +214,8 @@ def run_once(
     setup_got: list[Message[Any]] = []
 
     def sink(step: tuple[str, tuple[object, ...], object, float]) -> None:
-        sched.event(sched.me(), "step", (step[0], step[1], step[2]))
+        # The whole step, its `now` included: where the transition sits among the ticks.
+        sched.event(sched.me(), "step", step)
 
     q.record_trace(sink)
 
@@ -244,8 +248,14 @@ def run_once(
             if t is not None:
                 t.op = None
 
-    for op in program.setup:
-        do("setup", None, op, setup_got)
+    # The setup's events are recorded too, as those of a thread named "setup" (the test's
+    # own thread runs it, before any logical thread): the model starts from an empty queue.
+    sched.outside = SETUP
+    try:
+        for op in program.setup:
+            do(SETUP, None, op, setup_got)
+    finally:
+        sched.outside = None
 
     def body(name: str, ops: tuple[Op, ...]) -> Callable[[], None]:
         def run() -> None:
