@@ -18,7 +18,6 @@ and counted waits, and every wait is bounded so a bug fails a test instead of ha
 
 from __future__ import annotations
 
-import itertools
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -27,7 +26,7 @@ from typing import Any
 import pytest
 
 import spec
-from impl import Empty, FakeClock, Message, Queue, Receipt, ShutDown, Snapshot
+from impl import Empty, FakeClock, Message, Queue, ShutDown
 from model_tests.linearizability import (
     HistoryRecorder,
     Linearizable,
@@ -38,7 +37,8 @@ from model_tests.linearizability import (
 )
 from model_tests.mutants import ForgetfulSweeperQueue, SplitReceiveQueue
 from model_tests.support import BOUND, ProbeClock
-from tla.counterexample import TraceStep, deadline, finished, held, messages, parse_trace
+from model_tests.tests.replay import Consumers, impl_view, tlc_view
+from tla.counterexample import parse_trace
 
 #: The TLC counterexample to ExactlyOnce, as the diagram tool keeps it beside its picture.
 TRACE = Path(__file__).resolve().parents[2] / "docs" / "diagrams" / "exactly_once.trace"
@@ -144,43 +144,6 @@ def test_q1_the_same_race_with_the_queues_own_sweeper_thread() -> None:
         assert q.delete(b.receipt) is True
 
 
-def _tlc_view(step: TraceStep) -> dict[str, object]:
-    """What a TLC state says that ``impl.Queue.snapshot()`` can show too."""
-    msgs = messages(step.state)
-
-    def ids(name: str) -> list[str]:
-        value = step.state[name]
-        assert isinstance(value, tuple)
-        return [str(x) for x in value]
-
-    return {
-        "visible": ids("visible"),
-        "in_flight": ids("inFlight"),
-        "dead": ids("dead"),
-        "status": {i: m["status"] for i, m in msgs.items()},
-        # The impl forgets the attempt of a done or cancelled message.
-        "attempts": {
-            i: m["attempt"] for i, m in msgs.items() if m["status"] not in ("DONE", "CANCELLED")
-        },
-        "deadlines": {i: deadline(m) for i, m in msgs.items() if m["status"] == "IN_FLIGHT"},
-    }
-
-
-def _impl_view(s: Snapshot[str]) -> dict[str, object]:
-    status = {m.id: "VISIBLE" for m in s.visible}
-    status |= {m.id: "IN_FLIGHT" for m in s.in_flight}
-    status |= {m.id: "DEAD" for m in s.dead}
-    status |= {i: "DONE" for i in s.done} | {i: "CANCELLED" for i in s.cancelled}
-    return {
-        "visible": [m.id for m in s.visible],
-        "in_flight": [m.id for m in s.in_flight],
-        "dead": [m.id for m in s.dead],
-        "status": status,
-        "attempts": {m.id: m.attempt for m in (*s.visible, *s.in_flight, *s.dead)},
-        "deadlines": {m.id: m.deadline for m in s.in_flight},
-    }
-
-
 def test_q1_replays_the_tlc_counterexample_state_by_state() -> None:
     # Every step of the committed TLC trace becomes the impl call it stands for, and after each
     # one the queue must show exactly the state TLC printed. tests/test_diagrams.py checks that
@@ -190,42 +153,12 @@ def test_q1_replays_the_tlc_counterexample_state_by_state() -> None:
     assert actions == ["Initial", "Produce", "Consume", "Clock", "Sweep", "Consume", "Finish",
                        "Finish"]  # fmt: skip
     clock = ProbeClock()  # the test plays the sweeper: Sweep steps are q.sweep()
-    receipts: dict[str, Receipt] = {}
-    finishes: list[tuple[str, bool]] = []
     with Queue[str](capacity=1, visibility_timeout=None, clock=clock) as q:
-        for prev, step in itertools.pairwise(steps):
-            a, b = prev.state, step.state
-            now_a, now_b = a["now"], b["now"]
-            assert isinstance(now_a, int) and isinstance(now_b, int)
-            changed = [c for c, r in held(b).items() if held(a)[c] != r]
-            if step.action == "Produce":
-                for i in sorted(set(messages(b)) - set(messages(a))):
-                    q.send(i, id=i)
-            elif step.action == "Consume":
-                (c,) = changed
-                r = held(b)[c]
-                assert r is not None
-                d = deadline(messages(b)[r[0]])
-                m = q.receive(block=False, visibility_timeout=None if d is None else d - now_b)
-                assert (m.id, m.attempt) == r
-                receipts[c] = m.receipt
-                if d is not None:  # the sweeper thread has started: let it fall asleep
-                    assert clock.wait_for_waiters(1)
-            elif step.action == "Clock":
-                clock.advance(now_b - now_a, wake=False)
-            elif step.action == "Sweep":
-                q.sweep()
-            elif step.action == "Finish":
-                (c,) = changed
-                r = held(a)[c]
-                assert r is not None
-                ok = q.delete(receipts.pop(c))
-                assert (c, r, ok) in finished(b), f"state {step.number}: {c}'s delete gave {ok}"
-                finishes.append((c, ok))
-            else:
-                pytest.fail(f"state {step.number}: unexpected action {step.action}")
-            assert _impl_view(q.snapshot()) == _tlc_view(step), f"after state {step.number}"
-    assert finishes == [("c1", False), ("c2", True)]  # the stale delete lost, the live one won
+        consumers = Consumers(q, clock)
+        for step in consumers.replay(steps):
+            assert impl_view(q.snapshot()) == tlc_view(step), f"after state {step.number}"
+    # The stale delete lost, the live one won.
+    assert consumers.finishes == [("c1", ("a", 1), False), ("c2", ("a", 2), True)]
 
 
 # =============================================================================================

@@ -21,113 +21,46 @@ moves the time waking nobody), so a receipt is live exactly until the ``Sweep`` 
 
 from __future__ import annotations
 
-import itertools
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import pytest
-
 from examples.effect_once import CarelessStore, EffectStore
-from impl import Message, Queue, Snapshot
+from impl import Queue
 from model_tests.support import ProbeClock
-from tla.counterexample import TraceStep, deadline, held, messages, parse_trace
+from model_tests.tests.replay import Consumers, impl_view, one_changed, tlc_view
+from tla.counterexample import TraceStep, held, parse_trace
 from tla.effects import TRACES, effects, keys, phases
 
 CARELESS = TRACES["QueueEffectsCareless"]
 CRASH = TRACES["QueueEffectsCrash"]
 
 
-def _queue_view_tlc(step: TraceStep) -> dict[str, object]:
-    """What a TLC state says about the queue that ``impl.Queue.snapshot()`` shows too."""
-    msgs = messages(step.state)
+@dataclass(kw_only=True)
+class Run(Consumers):
+    """One replay: the queue and its consumers (what each holds, what each delete returned:
+    ``finishes``), the store, and what each apply returned."""
 
-    def ids(name: str) -> list[str]:
-        value = step.state[name]
-        assert isinstance(value, tuple)
-        return [str(x) for x in value]
-
-    return {
-        "visible": ids("visible"),
-        "in_flight": ids("inFlight"),
-        "status": {i: m["status"] for i, m in msgs.items()},
-        # The impl forgets the attempt of a done message.
-        "attempts": {i: m["attempt"] for i, m in msgs.items() if m["status"] != "DONE"},
-        "deadlines": {i: deadline(m) for i, m in msgs.items() if m["status"] == "IN_FLIGHT"},
-    }
-
-
-def _queue_view_impl(s: Snapshot[str]) -> dict[str, object]:
-    status = {m.id: "VISIBLE" for m in s.visible}
-    status |= {m.id: "IN_FLIGHT" for m in s.in_flight} | {i: "DONE" for i in s.done}
-    return {
-        "visible": [m.id for m in s.visible],
-        "in_flight": [m.id for m in s.in_flight],
-        "status": status,
-        "attempts": {m.id: m.attempt for m in (*s.visible, *s.in_flight)},
-        "deadlines": {m.id: m.deadline for m in s.in_flight},
-    }
-
-
-@dataclass
-class Run:
-    """One replay: the queue, the store, what each consumer holds, and what happened."""
-
-    q: Queue[str]
-    clock: ProbeClock
     store: EffectStore
-    holding: dict[str, Message[str]] = field(default_factory=dict)
     #: What each store.apply returned, in order: (consumer, id, applied).
     applies: list[tuple[str, str, bool]] = field(default_factory=list)
-    #: What each delete returned, in order: (consumer, (id, attempt), result).
-    deletes: list[tuple[str, tuple[str, int], bool]] = field(default_factory=list)
 
-
-def _one_changed(before: Mapping[str, object], after: Mapping[str, object]) -> str:
-    """The one consumer whose variable differs between two states."""
-    (c,) = [c for c in after if before[c] != after[c]]
-    return c
-
-
-def _do(run: Run, prev: TraceStep, step: TraceStep) -> None:
-    """The call that TLC's step ``prev -> step`` stands for."""
-    a, b = prev.state, step.state
-    now_a, now_b = a["now"], b["now"]
-    assert isinstance(now_a, int) and isinstance(now_b, int)
-    q, store = run.q, run.store
-    if step.action == "Produce":
-        for i in sorted(set(messages(b)) - set(messages(a))):
-            q.send(i, id=i)
-    elif step.action == "Consume":
-        c = _one_changed(held(a), held(b))
-        r = held(b)[c]
-        assert r is not None
-        d = deadline(messages(b)[r[0]])
-        m = q.receive(block=False, visibility_timeout=None if d is None else d - now_b)
-        assert (m.id, m.attempt) == r
-        run.holding[c] = m
-        if d is not None:  # the sweeper thread has started: let it fall asleep
-            assert run.clock.wait_for_waiters(1)
-    elif step.action == "Apply":
-        c = _one_changed(phases(a), phases(b))
-        i = run.holding[c].id
-        run.applies.append((c, i, store.apply(i)))
-    elif step.action == "Record":
-        c = _one_changed(phases(a), phases(b))
-        store.record(run.holding[c].id)
-    elif step.action == "Finish":
-        c = _one_changed(phases(a), phases(b))
-        m = run.holding.pop(c)
-        run.deletes.append((c, (m.id, m.attempt), q.delete(m.receipt)))
-    elif step.action == "Crash":
-        c = _one_changed(phases(a), phases(b))
-        del run.holding[c]  # what it held in memory is gone; the store and the queue are not
-    elif step.action == "Clock":
-        run.clock.advance(now_b - now_a, wake=False)
-    elif step.action == "Sweep":
-        q.sweep()
-    else:
-        pytest.fail(f"state {step.number}: unexpected action {step.action}")
+    def play(self, prev: TraceStep, step: TraceStep) -> bool:
+        """The queue's and the consumers' steps as every replay plays them; the store's here."""
+        if super().play(prev, step):
+            return True
+        a, b = phases(prev.state), phases(step.state)
+        if step.action == "Apply":
+            c = one_changed(a, b)
+            i = self.holding[c].id
+            self.applies.append((c, i, self.store.apply(i)))
+        elif step.action == "Record":
+            self.store.record(self.holding[one_changed(a, b)].id)
+        elif step.action == "Crash":
+            # What it held in memory is gone; the store and the queue are not.
+            del self.holding[one_changed(a, b)]
+        else:
+            return False
+        return True
 
 
 def _replay(trace: Path, store: EffectStore, *, compare_store: bool) -> tuple[Run, list[str]]:
@@ -136,12 +69,11 @@ def _replay(trace: Path, store: EffectStore, *, compare_store: bool) -> tuple[Ru
     still open: the caller closes it) and the actions, in order."""
     steps = parse_trace(trace.read_text(encoding="utf-8"))
     clock = ProbeClock()
-    run = Run(Queue[str](visibility_timeout=None, clock=clock), clock, store)
+    run = Run(Queue[str](visibility_timeout=None, clock=clock), clock, store=store)
     try:
-        for prev, step in itertools.pairwise(steps):
-            _do(run, prev, step)
+        for step in run.replay(steps):
             where = f"after state {step.number} ({step.action})"
-            assert _queue_view_impl(run.q.snapshot()) == _queue_view_tlc(step), where
+            assert impl_view(run.q.snapshot()) == tlc_view(step), where
             held_now = {c: (m.id, m.attempt) for c, m in run.holding.items()}
             assert held_now == {c: r for c, r in held(step.state).items() if r is not None}, where
             if compare_store:
@@ -162,7 +94,7 @@ def _finish_everyone(run: Run) -> None:
     for c in order:
         m = run.holding.pop(c)
         run.store.record(m.id)
-        run.deletes.append((c, (m.id, m.attempt), run.q.delete(m.receipt)))
+        run.finishes.append((c, (m.id, m.attempt), run.q.delete(m.receipt)))
 
 
 # -- the slow careless consumer: QueueEffectsCareless.cfg ---------------------------------------
@@ -180,7 +112,7 @@ def test_the_careless_consumers_trace_replays_on_the_queue_and_applies_the_effec
         assert run.applies == [("c1", i, True), ("c2", i, True)]
         assert run.store.effects[i] == 2  # EffectOnce is violated: the effect happened twice
         _finish_everyone(run)
-        assert run.deletes == [("c2", (i, 2), True), ("c1", (i, 1), False)]
+        assert run.finishes == [("c2", (i, 2), True), ("c1", (i, 1), False)]
         assert run.store.effects[i] == 2 and run.q.stats().done == 1
 
 
@@ -193,7 +125,7 @@ def test_the_same_calls_with_the_atomic_store_apply_the_effect_once() -> None:
         assert run.applies == [("c1", i, True), ("c2", i, False)]
         assert run.store.effects[i] == 1 and run.store.keys == {i}
         _finish_everyone(run)
-        assert run.deletes == [("c2", (i, 2), True), ("c1", (i, 1), False)]
+        assert run.finishes == [("c2", (i, 2), True), ("c1", (i, 1), False)]
         assert run.store.effects[i] == 1 and run.q.stats().done == 1
 
 
@@ -211,7 +143,7 @@ def test_the_crashing_consumers_trace_replays_on_the_queue_and_applies_the_effec
         assert run.applies == [("c1", i, True), ("c1", i, True)]
         assert run.store.effects[i] == 2
         _finish_everyone(run)
-        assert run.deletes == [("c1", (i, 2), True)]  # the crashed delivery is never deleted
+        assert run.finishes == [("c1", (i, 2), True)]  # the crashed delivery is never deleted
 
 
 def test_the_crash_with_the_atomic_store_applies_the_effect_once() -> None:

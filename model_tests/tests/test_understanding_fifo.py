@@ -26,9 +26,10 @@ from pathlib import Path
 
 import pytest
 
-from impl import Empty, FifoQueue, Receipt, Snapshot
+from impl import Empty, FifoQueue, Receipt
 from model_tests.support import ProbeClock
-from tla.counterexample import TraceStep, deadline, finished, held, messages, parse_trace
+from model_tests.tests.replay import Consumers, impl_view, now, tlc_view
+from tla.counterexample import TraceStep, messages, parse_trace
 from tla.models import discover
 from tla.tlc import run_tlc
 
@@ -46,42 +47,6 @@ needs_java = pytest.mark.skipif(shutil.which("java") is None, reason="java is no
 
 def _steps(model: str) -> list[TraceStep]:
     return parse_trace(TRACES[model].read_text(encoding="utf-8"))
-
-
-def _now(step: TraceStep) -> int:
-    now = step.state["now"]
-    assert isinstance(now, int)
-    return now
-
-
-def _tlc_view(step: TraceStep) -> dict[str, object]:
-    """What a TLC state of ``QueueFifo`` says that ``FifoQueue.snapshot()`` can show too."""
-    msgs = messages(step.state)
-
-    def ids(name: str) -> list[str]:
-        value = step.state[name]
-        assert isinstance(value, tuple)
-        return [str(x) for x in value]
-
-    return {
-        "visible": ids("visible"),
-        "in_flight": ids("inFlight"),
-        "status": {i: m["status"] for i, m in msgs.items()},
-        "attempts": {i: m["attempt"] for i, m in msgs.items() if m["status"] != "DONE"},
-        "deadlines": {i: deadline(m) for i, m in msgs.items() if m["status"] == "IN_FLIGHT"},
-    }
-
-
-def _impl_view(s: Snapshot[str]) -> dict[str, object]:
-    status = {m.id: "VISIBLE" for m in s.visible} | {m.id: "IN_FLIGHT" for m in s.in_flight}
-    status |= {i: "DONE" for i in s.done}
-    return {
-        "visible": [m.id for m in s.visible],
-        "in_flight": [m.id for m in s.in_flight],
-        "status": status,
-        "attempts": {m.id: m.attempt for m in (*s.visible, *s.in_flight)},
-        "deadlines": {m.id: m.deadline for m in s.in_flight},
-    }
 
 
 # =============================================================================================
@@ -112,14 +77,14 @@ def test_a_retry_after_the_dedup_interval_replays_tlcs_counterexample() -> None:
                 receipts[m.id] = m.receipt
                 delivered.append(m.id)
             elif step.action == "Tick":
-                clock.advance(_now(step) - _now(prev), wake=False)
+                clock.advance(now(step) - now(prev), wake=False)
             elif step.action == "Next":  # the delete: the one message that became DONE
                 done = [i for i, m in after.items() if m["status"] == "DONE"]
                 (i,) = [i for i in done if before[i]["status"] != "DONE"]
                 assert q.delete(receipts.pop(i)) is True
             else:
                 pytest.fail(f"state {step.number}: unexpected action {step.action}")
-            assert _impl_view(q.snapshot()) == _tlc_view(step), f"after state {step.number}"
+            assert impl_view(q.snapshot()) == tlc_view(step), f"after state {step.number}"
     # Both a and its retry b were delivered: two messages of one dedup id, the violation of
     # NoDuplicateFromRetry. The retry came exactly dedup_interval after a's acceptance.
     assert delivered == ["a", "b"]
@@ -158,43 +123,15 @@ def test_a_slow_consumer_on_a_fifo_queue_replays_tlcs_counterexample() -> None:
     assert [s.action for s in steps] == ["Initial", "Produce", "Consume", "Clock", "Sweep",
                                          "Consume", "Finish", "Finish"]  # fmt: skip
     clock = ProbeClock()  # the test plays the sweeper: Sweep steps are q.sweep()
-    receipts: dict[str, Receipt] = {}
-    finishes: list[tuple[str, bool]] = []
     with FifoQueue[str](capacity=1, visibility_timeout=None, dedup_interval=5.0, clock=clock) as q:
-        for prev, step in itertools.pairwise(steps):
-            a, b = prev.state, step.state
-            changed = [c for c, r in held(b).items() if held(a)[c] != r]
-            if step.action == "Produce":
-                (i,) = set(messages(b)) - set(messages(a))
-                assert q.send(i, group=GROUP, id=i, dedup_id=i) == i
-            elif step.action == "Consume":
-                (c,) = changed
-                r = held(b)[c]
-                assert r is not None
-                d = deadline(messages(b)[r[0]])
-                assert d is not None
-                m = q.receive(block=False, visibility_timeout=d - _now(step))
-                assert (m.id, m.attempt) == r
-                receipts[c] = m.receipt
-                assert clock.wait_for_waiters(1)  # the sweeper thread sleeps: only q.sweep()
-            elif step.action == "Clock":
-                clock.advance(_now(step) - _now(prev), wake=False)
-            elif step.action == "Sweep":
-                q.sweep()
-            elif step.action == "Finish":
-                (c,) = changed
-                r = held(a)[c]
-                assert r is not None
-                ok = q.delete(receipts.pop(c))
-                assert (c, r, ok) in finished(b), f"state {step.number}: {c}'s delete gave {ok}"
-                finishes.append((c, ok))
-            else:
-                pytest.fail(f"state {step.number}: unexpected action {step.action}")
-            assert _impl_view(q.snapshot()) == _tlc_view(step), f"after state {step.number}"
+        # Each message in the one group, deduplicated by its own id.
+        consumers = Consumers(q, clock, send=lambda i: q.send(i, group=GROUP, id=i, dedup_id=i))
+        for step in consumers.replay(steps):
+            assert impl_view(q.snapshot()) == tlc_view(step), f"after state {step.number}"
     # Both consumers finished their work on a: processed twice. The group lock kept the two
     # deliveries apart in time (c2 could not receive while c1's delivery was in flight), but
     # expiry ended c1's flight, not c1's processing.
-    assert finishes == [("c1", False), ("c2", True)]
+    assert consumers.finishes == [("c1", ("a", 1), False), ("c2", ("a", 2), True)]
 
 
 # =============================================================================================
