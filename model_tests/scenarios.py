@@ -9,7 +9,9 @@ and ``advance`` often lands exactly on the next timer (a deadline or a delay), o
 after it. Batches are mostly small (1 to 3 entries, sometimes up to the limit of 10), their
 entries drawn like the single ops' (an ``enqueue_batch`` sometimes repeats an id, or does not
 fit); ``purge`` is drawn as often as ``cancel``, one op in 26. The spec only guides the drawing;
-the tests compare the outputs of both targets, never with the guide.
+the tests compare the outputs of both targets, never with the guide. The conformance kit's SQS
+profile (:mod:`model_tests.conformance.profile`) draws its ops the same way, through
+:func:`guided_ops` and :func:`own_op`.
 
 FIFO scenarios (``scenarios(fifo=True)``, contract section 2b) send with a group from
 :data:`GROUPS` and, half the time, a dedup id from :data:`DEDUPS`; their dedup interval is short
@@ -23,6 +25,7 @@ Times are multiples of 1/4, so every clock sum and deadline is exact in binary f
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from hypothesis import strategies as st
@@ -177,6 +180,13 @@ def _op(draw: st.DrawFn, model: ModelTarget) -> list[Any]:
         return ["cancel", draw(st.sampled_from(IDS))]
     if name == "advance":
         return draw(_advance(model))
+    return own_op(draw, name, model)
+
+
+def own_op(draw: st.DrawFn, name: str, model: ModelTarget) -> list[Any]:
+    """One of the format's own ops, by ``name``: ``["new"]`` while ``model`` has fewer than 4
+    queues (else ``["dead"]``), ``["use", i]`` naming any queue it has, and ``["dead"]`` for
+    any other name."""
     if name == "new":
         return ["new"] if len(model.states) < 4 else ["dead"]
     if name == "use":
@@ -212,11 +222,27 @@ def scenarios(draw: st.DrawFn, max_ops: int = 30, fifo: bool = False) -> dict[st
     delay = draw(st.sampled_from(("absent", "absent", 0, 0.5, 1, 2)))
     if delay != "absent":
         scenario["delay"] = delay
+    scenario["ops"] = guided_ops(draw, scenario, _op, max_ops)
+    return scenario
+
+
+def guided_ops(
+    draw: st.DrawFn,
+    scenario: Mapping[str, Any],
+    op: Callable[[ModelTarget], st.SearchStrategy[list[Any]]],
+    max_ops: int,
+) -> list[list[Any]]:
+    """Up to ``max_ops`` ops for ``scenario`` (its queue settings; its ops, if any, are not
+    looked at), each drawn from ``op(model)``: ``model`` is the spec, run on the ops drawn so
+    far, as the guide."""
+    # Keep the draws (which strategies, in which order) as they are: a seed must go on
+    # generating the same scenarios, since docs/conformance.md and its test keep the verdicts
+    # on the scenarios of one seed.
     model = ModelTarget(parse_scenario({**scenario, "ops": []}).config)
+    fifo = model.states[0].config.fifo
     ops: list[list[Any]] = []
     for _ in range(draw(st.integers(0, max_ops))):
-        raw = draw(_op(model))
+        raw = draw(op(model))
         apply(model, parse_op(raw, queues=len(model.states), fifo=fifo))
         ops.append(raw)
-    scenario["ops"] = ops
-    return scenario
+    return ops

@@ -39,7 +39,6 @@ from model_tests.scenario_format import (
     New,
     Scenario,
     ScenarioError,
-    parse_op,
     parse_scenario,
 )
 from model_tests.scenarios import (
@@ -47,6 +46,8 @@ from model_tests.scenarios import (
     GROUPS,
     PAYLOADS,
     batch_size,
+    guided_ops,
+    own_op,
     receipt_args,
     timers,
 )
@@ -304,11 +305,7 @@ def _op(draw: st.DrawFn, model: ModelTarget, ids: _Ids, purged: dict[int, float]
         return ["dead"]
     if name == "advance":
         return draw(_advance(model))
-    if name == "new":
-        return ["new"] if len(model.states) < 4 else ["dead"]
-    if name == "use":
-        return ["use", draw(st.integers(0, len(model.states) - 1))]
-    return ["dead"]
+    return own_op(draw, name, model)
 
 
 @st.composite
@@ -324,13 +321,7 @@ def sqs_scenarios(draw: st.DrawFn, fifo: bool = False, max_ops: int = 30) -> dic
     delay = draw(st.sampled_from(("absent", "absent", 0, 1, 2)))
     if delay != "absent":
         scenario["delay"] = delay
-    model = ModelTarget(parse_scenario({**scenario, "ops": []}).config)
     ids = _Ids()
     purged: dict[int, float] = {}
-    ops: list[list[Any]] = []
-    for _ in range(draw(st.integers(0, max_ops))):
-        raw = draw(_op(model, ids, purged))
-        apply(model, parse_op(raw, queues=len(model.states), fifo=fifo))
-        ops.append(raw)
-    scenario["ops"] = ops
+    scenario["ops"] = guided_ops(draw, scenario, lambda model: _op(model, ids, purged), max_ops)
     return scenario
