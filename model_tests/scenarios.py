@@ -11,7 +11,7 @@ entries drawn like the single ops' (an ``enqueue_batch`` sometimes repeats an id
 fit); ``purge`` is drawn as often as ``cancel``, one op in 26. The spec only guides the drawing;
 the tests compare the outputs of both targets, never with the guide. The conformance kit's SQS
 profile (:mod:`model_tests.conformance.profile`) draws its ops the same way, through
-:func:`guided_ops` and :func:`own_op`.
+:func:`guided_ops`, :func:`own_op` and :func:`enqueue_args`.
 
 FIFO scenarios (``scenarios(fifo=True)``, contract section 2b) send with a group from
 :data:`GROUPS` and, half the time, a dedup id from :data:`DEDUPS`; their dedup interval is short
@@ -91,8 +91,21 @@ def _message(draw: st.DrawFn, fifo: bool = False, dedups: tuple[str, ...] = DEDU
     """``id, payload``, and one time in three ``{"delay": d}`` (0 included) or ``{}``; on a FIFO
     queue ``{"group": g}``, half the time with a ``"dedup"`` from ``dedups``."""
     # A FIFO queue draws from more ids: it needs several messages at once to show its groups.
-    ids = IDS + FIFO_IDS if fifo else IDS
-    out: list[Any] = [draw(st.sampled_from(ids)), draw(st.sampled_from(PAYLOADS))]
+    id = draw(st.sampled_from(IDS + FIFO_IDS if fifo else IDS))
+    return enqueue_args(draw, id, fifo, dedups, lambda d: _json_time(d(quarters)))
+
+
+def enqueue_args(
+    draw: st.DrawFn,
+    id: str,
+    fifo: bool,
+    dedups: tuple[str, ...],
+    delay: Callable[[st.DrawFn], int | float],
+) -> list[Any]:
+    """An ``enqueue``'s arguments: ``id``, a payload, and one time in three ``{"delay": d}``
+    (``d = delay(draw)``) or ``{}``; on a FIFO queue ``{"group": g}`` instead, half the time
+    with a ``"dedup"`` from ``dedups``."""
+    out: list[Any] = [id, draw(st.sampled_from(PAYLOADS))]
     if fifo:
         opts: dict[str, str] = {"group": draw(st.sampled_from(GROUPS))}
         with_dedup = draw(st.booleans())
@@ -101,7 +114,7 @@ def _message(draw: st.DrawFn, fifo: bool = False, dedups: tuple[str, ...] = DEDU
         return [*out, opts]
     form = draw(st.integers(0, 5))
     if form == 0:
-        out.append({"delay": _json_time(draw(quarters))})
+        out.append({"delay": delay(draw)})
     elif form == 1:
         out.append({})
     return out

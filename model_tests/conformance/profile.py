@@ -43,9 +43,8 @@ from model_tests.scenario_format import (
 )
 from model_tests.scenarios import (
     DEDUPS,
-    GROUPS,
-    PAYLOADS,
     batch_size,
+    enqueue_args,
     guided_ops,
     own_op,
     receipt_args,
@@ -212,19 +211,7 @@ class _Ids:
 
 @st.composite
 def _message(draw: st.DrawFn, ids: _Ids, fifo: bool, dedups: tuple[str, ...]) -> list[Any]:
-    out: list[Any] = [ids.next(), draw(st.sampled_from(PAYLOADS))]
-    if fifo:
-        opts: dict[str, str] = {"group": draw(st.sampled_from(GROUPS))}
-        with_dedup = draw(st.booleans())
-        if dedups and with_dedup:
-            opts["dedup"] = draw(st.sampled_from(dedups))
-        return [*out, opts]
-    form = draw(st.integers(0, 5))
-    if form == 0:
-        out.append({"delay": draw(st.sampled_from(SHORT))})
-    elif form == 1:
-        out.append({})
-    return out
+    return enqueue_args(draw, ids.next(), fifo, dedups, lambda d: d(st.sampled_from(SHORT)))
 
 
 def _distinct(receipts: list[list[Any]]) -> list[list[Any]]:
