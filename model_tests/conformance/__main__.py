@@ -2,7 +2,7 @@
 
     python -m model_tests.conformance --endpoint moto|moto-server|URL [--fifo]
         [--profile strict|sqs-standard|sqs-fifo] [--scenarios N] [--seed S]
-        [--report PATH] [--scenario-file F] [--no-shrink]
+        [--report PATH] [--scenario-file F] [--no-shrink] [--wait-time SECONDS]
     python -m model_tests.conformance --docs docs/conformance.md
 
 Generated scenarios (:func:`model_tests.conformance.profile.sqs_scenarios`, the same ones for a
@@ -12,6 +12,12 @@ the endpoint; the relaxed oracle explains every divergence, groups them, shrinks
 writes it as Markdown. Exit status 0 when the profile (default: ``sqs-standard``, or
 ``sqs-fifo`` with ``--fifo``) admits everything seen, 1 when it does not, 2 for bad arguments
 or a scenario outside the profile.
+
+``--wait-time SECONDS`` (1..20, URL endpoints only) makes every receive a long poll:
+``WaitTimeSeconds`` > 0 queries all of SQS's servers instead of a sample, so fewer receives
+come back short or empty; but a receive that finds nothing waits that long, in real time the
+scenario does not count (see :mod:`model_tests.conformance.sqs`, "Running against a real
+endpoint"). moto endpoints refuse it: moto's long poll would block on the kit's patched clock.
 
 ``--docs PATH`` writes the project's ``docs/conformance.md``: moto in-process and moto-server,
 standard and FIFO queues, with the fixed parameters :data:`DOC_SCENARIOS` and :data:`DOC_SEED`.
@@ -64,9 +70,11 @@ def kit_run(
     shrink_findings: bool = True,
     source: str | None = None,
     labels: Sequence[str] | None = None,
+    wait_time: int = 0,
 ) -> KitRun:
-    """One run of the kit on ``endpoint`` (opened and closed here): ``given`` scenarios, or
-    ``scenarios`` generated ones for ``seed_value``."""
+    """One run of the kit on ``endpoint`` (opened and closed here, receives long-polling
+    ``wait_time`` seconds): ``given`` scenarios, or ``scenarios`` generated ones for
+    ``seed_value``."""
     from model_tests.conformance.profile import check_profile, sqs_scenarios
     from model_tests.conformance.sqs import open_endpoint, run_on_sqs
 
@@ -76,7 +84,7 @@ def kit_run(
         if given is not None
         else generate_scenarios(sqs_scenarios(fifo=fifo), scenarios, seed_value)
     )
-    with open_endpoint(endpoint) as opened:
+    with open_endpoint(endpoint, wait_time=wait_time) as opened:
 
         def run(scenario: Scenario) -> list[Output]:
             return run_on_sqs(scenario, opened)
@@ -224,6 +232,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--no-shrink", action="store_true", help="report the smallest scenario as found"
     )
     parser.add_argument(
+        "--wait-time",
+        type=int,
+        default=0,
+        metavar="SECONDS",
+        help="long-poll every receive this long (1..20; URL endpoints only): all servers are "
+        "queried, but a receive of an empty queue waits that long",
+    )
+    parser.add_argument(
         "--docs", help="write docs/conformance.md (moto and moto-server, both queue types)"
     )
     parser.add_argument(
@@ -256,6 +272,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             seed_value=args.seed,
             given=given,
             shrink_findings=not args.no_shrink,
+            wait_time=args.wait_time,
         )
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)

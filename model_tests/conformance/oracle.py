@@ -87,6 +87,8 @@ class Relaxation(enum.Enum):
     DEAD_LETTER_LAGS = "dead-letter-lags"
     #: A FIFO send that the queue deduplicated may answer as accepted (SQS's answer is success).
     DEDUP_UNREPORTED = "dedup-unreported"
+    #: A short-polling receive may deliver fewer deliverable messages than the model, even none.
+    SHORT_POLL_SAMPLES = "short-poll-samples"
 
     @property
     def meaning(self) -> str:
@@ -131,11 +133,30 @@ _MEANING: Final[Mapping[Relaxation, str]] = {
         "a FIFO send (or batch entry) that the queue deduplicates may answer true instead of "
         '"duplicate": it changes nothing, as a duplicate does'
     ),
+    Relaxation.SHORT_POLL_SAMPLES: (
+        "a receive or receive_batch may deliver fewer of the deliverable messages than the "
+        "model, possibly none (short polling samples a subset of SQS's servers); those it "
+        "delivers are the ones a receive of fewer would deliver (with ANY_ORDER, any of them)"
+    ),
 }
 
 _STANDARD_QUEUES: Final = (
     "https://docs.aws.amazon.com/AWSSimpleQueueService/latest/SQSDeveloperGuide/"
     "standard-queues.html"
+)
+
+#: AWS's page on short and long polling (the kit short-polls unless ``--wait-time`` is given).
+SHORT_AND_LONG_POLLING: Final = (
+    "https://docs.aws.amazon.com/AWSSimpleQueueService/latest/SQSDeveloperGuide/"
+    "sqs-short-and-long-polling.html"
+)
+
+#: What AWS says long polling does (``--wait-time``): every server is queried, but a response
+#: may still hold fewer messages than asked for, so ``SHORT_POLL_SAMPLES`` stays in the profiles.
+LONG_POLLING: Final = Citation(
+    "ReceiveMessage queries all servers for messages, sending a response once at least one "
+    "message is available, up to the specified maximum.",
+    SHORT_AND_LONG_POLLING,
 )
 
 _CITATION: Final[Mapping[Relaxation, Citation]] = {
@@ -175,6 +196,13 @@ _CITATION: Final[Mapping[Relaxation, Citation]] = {
         "aren't delivered during the 5-minute deduplication interval.",
         "https://docs.aws.amazon.com/AWSSimpleQueueService/latest/APIReference/"
         "API_SendMessage.html",
+    ),
+    Relaxation.SHORT_POLL_SAMPLES: Citation(
+        "When you consume messages from a queue (FIFO or standard) using short polling, Amazon "
+        "SQS samples a subset of its servers (based on a weighted random distribution) and "
+        "returns messages from only those servers. Thus, a particular ReceiveMessage request "
+        "might not return all of your messages.",
+        SHORT_AND_LONG_POLLING,
     ),
 }
 
@@ -219,19 +247,27 @@ PROFILES: Final[Mapping[str, Profile]] = {
                 Relaxation.DUPLICATES,
                 Relaxation.STALE_HANDLE_ACTS,
                 Relaxation.DEAD_LETTER_LAGS,
+                Relaxation.SHORT_POLL_SAMPLES,
             }
         ),
         "what AWS documents for standard queues: best-effort order, at-least-once delivery "
         "(copies), an old receipt handle's delete succeeds and might not delete, dead-lettering "
-        "when a receive finds the receive count exceeded",
+        "when a receive finds the receive count exceeded, a short poll that samples servers",
     ),
     "sqs-fifo": Profile(
         "sqs-fifo",
-        frozenset({Relaxation.DEAD_LETTER_LAGS, Relaxation.DEDUP_UNREPORTED}),
+        frozenset(
+            {
+                Relaxation.DEAD_LETTER_LAGS,
+                Relaxation.DEDUP_UNREPORTED,
+                Relaxation.SHORT_POLL_SAMPLES,
+            }
+        ),
         "what AWS documents for FIFO queues: strict order within a group, no duplicate "
         "deliveries while in flight, an expired receipt handle is an error; but dead-lettering "
-        "on receive (the redrive policy is the same as for standard queues) and a deduplicated "
-        "send that answers success",
+        "on receive (the redrive policy is the same as for standard queues), a deduplicated "
+        'send that answers success, and a short poll that samples servers (AWS: "FIFO or '
+        'standard")',
     ),
 }
 
@@ -449,10 +485,15 @@ def _receive(rules: _Rules, w: _World, n: int, vt: object, observed: object) -> 
             return []
         order.append(id)
     room = n - duplicates
-    # As many visible messages as the spec would deliver with the room the duplicates left.
-    if len(visible) != min(room, len(candidates)):
+    # As many visible messages as the spec would deliver with the room the duplicates left;
+    # a short poll may have sampled fewer (those a receive of fewer would take).
+    wanted = min(room, len(candidates))
+    if len(visible) > wanted:
         return []
-    if not rules.has(Relaxation.ANY_ORDER) and visible != _strict_picks(s, candidates, room):
+    if len(visible) < wanted and not rules.has(Relaxation.SHORT_POLL_SAMPLES):
+        return []
+    picks = _strict_picks(s, candidates, len(visible))
+    if not rules.has(Relaxation.ANY_ORDER) and visible != picks:
         return []
     timeout = rules.config.visibility_timeout if vt is QUEUE_DEFAULT else vt
     assert timeout is None or isinstance(timeout, int | float)

@@ -396,10 +396,37 @@ python -m model_tests.conformance --endpoint moto-server --fifo   # a ThreadedMo
 python -m model_tests.conformance --endpoint https://sqs.eu-west-1.amazonaws.com --scenarios 20
 ```
 
-A URL endpoint uses the usual boto3 credential chain and real time (`advance` sleeps whole
-seconds), so a run takes minutes and costs requests; it is never run in CI. Exit status: 0 when
-the profile admits everything seen, 1 when it does not. `--report PATH` writes a page like the
-sections below for one endpoint and queue type.
+Exit status: 0 when the profile admits everything seen, 1 when it does not. `--report PATH`
+writes a page like the sections below for one endpoint and queue type.
+
+## Running against a real endpoint
+
+A URL endpoint (real SQS, ElasticMQ, LocalStack) is never run in CI. Before you run one
+(details in the docstring of `model_tests/conformance/sqs.py`):
+
+1. **Credentials and region**: the usual boto3 chain (`AWS_PROFILE`, or `AWS_ACCESS_KEY_ID` and
+   `AWS_SECRET_ACCESS_KEY`; `AWS_REGION`), and the region's URL. The principal needs
+   `sqs:CreateQueue`, `GetQueueAttributes`, `SendMessage`, `ReceiveMessage`, `DeleteMessage`,
+   `ChangeMessageVisibility`, `PurgeQueue`, `DeleteQueue` on queues named `kit-*`.
+2. **Costs**: every op is one request or more (`purge` two, `dead` two or more), plus two or
+   three per queue created and deleted: tens of requests per scenario. Time is real
+   (`advance` sleeps), so 20 scenarios take minutes.
+3. **Queues**: each scenario creates `kit-<12 hex digits>-<n>` (`.fifo` on FIFO queues; a
+   `-dlq` with `max_receives`) and deletes them when it ends, even when it fails. **If a run is
+   killed**, delete what is left: `aws sqs list-queues --queue-name-prefix kit-`, then
+   `aws sqs delete-queue --queue-url URL` for each.
+4. **Purge**: SQS allows one `PurgeQueue` per queue every 60 seconds, and the deletion takes up
+   to 60 seconds; the profile keeps purges of a queue 60 s apart, but no relaxation covers a
+   message that the purge still deletes or shows in the minute after it.
+5. **Time**: `advance` sleeps until the scenario's time (latency taken off); the profile keeps
+   every `advance` a second away from a timer, so the ops between two `advance` must take well
+   under a second: use a near region.
+6. **Polling**: receives short-poll by default, and SQS then samples a subset of its servers: a
+   receive may come back short or empty (`SHORT_POLL_SAMPLES`, in both SQS profiles).
+   `--wait-time SECONDS` (1..20) long-polls, which queries every server; its cost is that a
+   receive that finds nothing waits that long, time the scenario does not count (a timer due
+   within it shows its message early): use `--wait-time 1`. moto endpoints refuse it (moto's
+   long poll would block on the kit's patched clock, and moto never samples).
 """
 
 
@@ -449,8 +476,16 @@ def section_anchor(run: KitRun) -> str:
     return f"{'fifo' if run.fifo else 'std'}-{run.source}-{run.endpoint}"
 
 
-def _probe(fifo: bool, ops: list[Any], max_receives: int | None = None) -> dict[str, Any]:
-    sc: dict[str, Any] = {"capacity": None, "visibility_timeout": 1}
+def probe_scenario(
+    ops: list[Any],
+    *,
+    fifo: bool = False,
+    visibility_timeout: int = 1,
+    max_receives: int | None = None,
+) -> dict[str, Any]:
+    """A scenario inside the SQS profile (unbounded) with these ops: how the probes, and the
+    tests' hand-written divergences, are written."""
+    sc: dict[str, Any] = {"capacity": None, "visibility_timeout": visibility_timeout}
     if fifo:
         sc["fifo"] = True
     if max_receives is not None:
@@ -471,16 +506,15 @@ _FIFO_REDELIVERED = [
 PROBES: Final[tuple[tuple[str, dict[str, Any]], ...]] = (
     (
         "a stale delete after the redelivery deletes the redelivered copy",
-        _probe(False, [*_REDELIVERED, ["ack", "a", 1], ["ack", "a", 2]]),
+        probe_scenario([*_REDELIVERED, ["ack", "a", 1], ["ack", "a", 2]]),
     ),
     (
         "a stale visibility change acts on the current delivery",
-        _probe(False, [*_REDELIVERED, ["extend", "a", 1, 0], ["reserve"]]),
+        probe_scenario([*_REDELIVERED, ["extend", "a", 1, 0], ["reserve"]]),
     ),
     (
         "a visibility change of a visible message hides it",
-        _probe(
-            False,
+        probe_scenario(
             [
                 ["enqueue", "a", "A"],
                 ["reserve"],
@@ -494,8 +528,7 @@ PROBES: Final[tuple[tuple[str, dict[str, Any]], ...]] = (
     ),
     (
         "a redelivered message returns to its old place, not the tail",
-        _probe(
-            False,
+        probe_scenario(
             [
                 ["enqueue", "a", "A"],
                 ["reserve"],
@@ -507,21 +540,20 @@ PROBES: Final[tuple[tuple[str, dict[str, Any]], ...]] = (
     ),
     (
         "dead-lettering happens on the next receive, not at the deadline",
-        _probe(
-            False,
+        probe_scenario(
             [["enqueue", "a", "A"], ["reserve"], ["advance", 2], ["dead"], ["reserve"], ["dead"]],
             max_receives=1,
         ),
     ),
     (
         "a stale delete on a FIFO queue succeeds and deletes the redelivery",
-        _probe(True, [*_FIFO_REDELIVERED, ["ack", "a", 1], ["reserve"]]),
+        probe_scenario(fifo=True, ops=[*_FIFO_REDELIVERED, ["ack", "a", 1], ["reserve"]]),
     ),
     (
         "a deduplicated FIFO send answers success",
-        _probe(
-            True,
-            [
+        probe_scenario(
+            fifo=True,
+            ops=[
                 ["enqueue", "a", "A", {"group": "g", "dedup": "x"}],
                 ["enqueue", "b", "B", {"group": "g", "dedup": "x"}],
                 ["reserve"],
@@ -533,9 +565,9 @@ PROBES: Final[tuple[tuple[str, dict[str, Any]], ...]] = (
     (
         "two messages of a FIFO group received together and released: the later one comes "
         "back first, alone",
-        _probe(
-            True,
-            [
+        probe_scenario(
+            fifo=True,
+            ops=[
                 ["enqueue", "a", "A", {"group": "g"}],
                 ["enqueue", "b", "B", {"group": "g"}],
                 ["reserve_batch", 2],
@@ -546,9 +578,9 @@ PROBES: Final[tuple[tuple[str, dict[str, Any]], ...]] = (
     ),
     (
         "a purge forgets the FIFO queue's deduplication ids",
-        _probe(
-            True,
-            [
+        probe_scenario(
+            fifo=True,
+            ops=[
                 ["enqueue", "a", "A", {"group": "g", "dedup": "x"}],
                 ["purge"],
                 ["enqueue", "b", "B", {"group": "g", "dedup": "x"}],

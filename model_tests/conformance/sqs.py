@@ -74,8 +74,43 @@ a message received with visibility 5 is received again, ``ApproximateReceiveCoun
 ``mock_aws`` and ``ThreadedMotoServer`` run in this process) with a clock that starts at the real
 time, moves by ``dt`` on ``advance`` and ticks 1 microsecond per read: a frozen clock would never
 show again a message released with visibility 0 (moto needs ``now > visible_at``). For a URL
-endpoint :class:`WallClock` sleeps ``dt`` real seconds, whole seconds only: the only place the kit
-sleeps, and never in tests.
+endpoint :class:`WallClock` sleeps until the scenario's time (its start plus every ``dt``), whole
+seconds only: the only place the kit sleeps, and never in tests.
+
+**Running against a real endpoint** (a URL: real SQS, ElasticMQ, LocalStack; never in CI):
+
+1. *Credentials and region* come from the usual boto3 chain (``AWS_PROFILE`` or
+   ``AWS_ACCESS_KEY_ID``/``AWS_SECRET_ACCESS_KEY``, ``AWS_REGION``); give the region's endpoint,
+   e.g. ``https://sqs.eu-west-1.amazonaws.com``. The principal needs ``sqs:CreateQueue``,
+   ``GetQueueAttributes``, ``SendMessage``, ``ReceiveMessage``, ``DeleteMessage``,
+   ``ChangeMessageVisibility``, ``PurgeQueue`` and ``DeleteQueue`` (the batch calls are
+   authorised as these) on queues named ``kit-*``.
+2. *Costs*: every op is at least one request (a batch is one, ``purge`` two, ``dead`` two or
+   more), and each scenario creates and deletes its queues (two more requests per queue, three
+   with a dead-letter queue); SQS bills requests, so a scenario costs tens of requests.
+   ``advance`` sleeps, so a run of 20 scenarios takes minutes.
+3. *Queues it creates*: ``kit-<12 hex digits>-<n>`` (``.fifo`` on FIFO queues) and, with
+   ``max_receives``, ``kit-<...>-<n>-dlq``; all are deleted when the scenario ends, even when it
+   fails. *If a run is killed* (Ctrl-C, a timeout) its current scenario's queues stay: list them
+   with ``aws sqs list-queues --queue-name-prefix kit-`` and delete each with
+   ``aws sqs delete-queue --queue-url URL`` (make sure no queue of yours starts with ``kit-``).
+4. *Purge's 60 s rule*: SQS allows one ``PurgeQueue`` per queue every 60 seconds, and the
+   deletion itself "takes up to 60 seconds": the profile keeps two purges of a queue 60 s of
+   scenario time apart, but no relaxation covers a message sent (or received) within the
+   minute after a purge on a real endpoint, so a divergence right after a purge may be that.
+5. *Time*: the scenario's time is real time; ``advance`` sleeps until it (the calls' latency is
+   taken off), and the profile keeps every ``advance`` one second away from a timer, so the ops
+   between two ``advance`` must take well under a second in all (a near region).
+6. *Polling*: by default every receive short-polls (``WaitTimeSeconds=0``), and SQS samples a
+   subset of its servers: a receive may come back short or empty, which the relaxation
+   ``SHORT_POLL_SAMPLES`` (in both SQS profiles) explains; it also hides a message that
+   stayed away for another reason. ``--wait-time SECONDS`` (1..20) long-polls: every server is
+   queried, so false empties go away (a response still holds "at least one" message "up to" the
+   maximum, so the relaxation stays in the profiles). Its cost: a receive that finds nothing
+   waits those seconds of real time the scenario does not count, so a timer that falls due
+   within them shows a message earlier than the model; use 1. The ``dead`` drain short-polls
+   always: a dead letter it misses is found later, which ``DEAD_LETTER_LAGS`` explains.
+   moto endpoints refuse a wait time (:func:`check_wait_time`).
 """
 
 from __future__ import annotations
@@ -120,6 +155,8 @@ MAX_RECEIVE_COUNT: Final = 1000
 MOTO_REGION: Final = "us-east-1"
 #: Error codes that say a receipt handle does not (or no longer) name an in-flight delivery.
 RECEIPT_ERRORS: Final = frozenset({"ReceiptHandleIsInvalid", "MessageNotInflight"})
+#: The longest long poll SQS allows (``WaitTimeSeconds``), seconds.
+MAX_WAIT_TIME: Final = 20
 #: The endpoint names other than URLs.
 ENDPOINTS: Final = ("moto", "moto-server")
 
@@ -148,6 +185,9 @@ def _is_receipt_error(code: str, message: str) -> bool:
 class Clock(Protocol):
     """What ``advance`` moves: the endpoint's notion of time."""
 
+    def restart(self) -> None:
+        """A scenario starts now (its time 0)."""
+
     def advance(self, dt: float) -> None: ...
 
 
@@ -166,6 +206,10 @@ class MotoClock:
             self._micros += 1
             return self._base + datetime.timedelta(microseconds=self._micros)
 
+    def restart(self) -> None:
+        # A scenario's times are relative to its queues' creation: nothing to align.
+        pass
+
     def advance(self, dt: float) -> None:
         with self._lock:
             self._micros += round(dt * 1_000_000)
@@ -178,10 +222,32 @@ class MotoClock:
 
 
 class WallClock:
-    """Real time: ``advance`` sleeps (whole seconds; the only place the kit sleeps)."""
+    """Real time: ``advance`` sleeps (the only place the kit sleeps).
+
+    It sleeps until the scenario's time on the wall clock (its start, :meth:`restart`, plus
+    every ``dt`` so far), not ``dt`` from now: the calls' latency since the last ``advance`` is
+    taken off, so it does not add up over a scenario and push a timer past the scenario's time
+    (the profile keeps every ``advance`` at least one second away from a timer). ``sleep`` and
+    ``monotonic`` are parameters so that a test can drive it without waiting.
+    """
+
+    def __init__(
+        self,
+        sleep: Callable[[float], None] = time.sleep,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._sleep = sleep
+        self._monotonic = monotonic
+        self._start = monotonic()
+        self._elapsed = 0.0
+
+    def restart(self) -> None:
+        self._start = self._monotonic()
+        self._elapsed = 0.0
 
     def advance(self, dt: float) -> None:
-        time.sleep(dt)
+        self._elapsed += dt
+        self._sleep(max(0.0, self._start + self._elapsed - self._monotonic()))
 
 
 # -- endpoints -----------------------------------------------------------------------------------
@@ -195,6 +261,8 @@ class SqsEndpoint:
     client: Any
     clock: Clock
     url: str | None = None
+    #: ``WaitTimeSeconds`` of every receive: 0 short-polls, 1..20 long-polls (URL endpoints).
+    wait_time: int = 0
 
 
 def _moto_client(endpoint_url: str | None = None) -> Any:
@@ -213,10 +281,32 @@ def _moto_client(endpoint_url: str | None = None) -> Any:
     )
 
 
+def check_wait_time(endpoint: str, wait_time: int) -> None:
+    """Raise ``TypeError``/``ValueError`` naming ``wait_time`` unless ``endpoint`` can long-poll
+    for that long (whole seconds 0..20; 0 everywhere, more only on a URL endpoint)."""
+    if isinstance(wait_time, bool) or not isinstance(wait_time, int):
+        raise TypeError(f"wait_time must be whole seconds, got {type(wait_time).__name__}")
+    if not 0 <= wait_time <= MAX_WAIT_TIME:
+        raise ValueError(f"wait_time must be 0..{MAX_WAIT_TIME} seconds, got {wait_time}")
+    if wait_time and endpoint in ENDPOINTS:
+        # moto's long poll loops until its clock passes the end of the wait, waiting one real
+        # second per round for a message; the kit's clock ticks a microsecond per read, so a
+        # long poll of an empty queue would not return for days. moto never samples anyway.
+        raise ValueError(
+            f"wait_time must be 0 on {endpoint}: moto's long poll of an empty queue would block "
+            "on the kit's patched clock, and moto does not sample servers (long polling is for "
+            "URL endpoints)"
+        )
+
+
 @contextlib.contextmanager
-def open_endpoint(endpoint: str) -> Iterator[SqsEndpoint]:
+def open_endpoint(endpoint: str, *, wait_time: int = 0) -> Iterator[SqsEndpoint]:
     """Open ``endpoint`` (``"moto"``, ``"moto-server"`` or an http(s) URL) for the ``with``
-    block; a moto endpoint's clock is patched in for that long, a server stopped after it."""
+    block; a moto endpoint's clock is patched in for that long, a server stopped after it.
+    ``wait_time`` > 0 (URL endpoints only) makes every receive a long poll of that many
+    seconds (:func:`check_wait_time`)."""
+    if endpoint in ENDPOINTS or endpoint.startswith(("http://", "https://")):
+        check_wait_time(endpoint, wait_time)
     if endpoint == "moto":
         import moto
 
@@ -247,7 +337,7 @@ def open_endpoint(endpoint: str) -> Iterator[SqsEndpoint]:
         import boto3
 
         client = boto3.client("sqs", endpoint_url=endpoint)
-        yield SqsEndpoint(endpoint, client, WallClock(), endpoint)
+        yield SqsEndpoint(endpoint, client, WallClock(), endpoint, wait_time)
     else:
         raise ValueError(
             f"endpoint must be one of {', '.join(ENDPOINTS)} or an http(s) URL, got {endpoint!r}"
@@ -311,6 +401,8 @@ class SqsTarget:
         self.queues: list[_Queue] = []
         self._current = 0
         self.new_queue()
+        # The scenario's time 0 is now, once its first queue exists.
+        endpoint.clock.restart()
 
     @property
     def _q(self) -> _Queue:
@@ -450,7 +542,7 @@ class SqsTarget:
         params: dict[str, Any] = {
             "QueueUrl": self._q.url,
             "MaxNumberOfMessages": n,
-            "WaitTimeSeconds": 0,
+            "WaitTimeSeconds": self._endpoint.wait_time,
             "MessageAttributeNames": [ID_ATTRIBUTE],
             "MessageSystemAttributeNames": ["ApproximateReceiveCount"],
         }

@@ -23,6 +23,7 @@ from model_tests.conformance.sqs import (
     MotoClock,
     SqsEndpoint,
     SqsTarget,
+    WallClock,
     open_endpoint,
     run_on_sqs,
 )
@@ -321,6 +322,106 @@ def test_what_sqs_cannot_express_is_refused(endpoint: SqsEndpoint) -> None:
 def test_an_unknown_endpoint_is_a_value_error() -> None:
     with pytest.raises(ValueError, match="endpoint"), open_endpoint("ftp://example"):
         pass
+
+
+class RecordingClient(CountingClient):
+    """A boto3 client that records each call's name and parameters."""
+
+    def __init__(self, client: Any) -> None:
+        super().__init__(client)
+        self.params: list[tuple[str, dict[str, Any]]] = []
+
+    def __getattr__(self, name: str) -> Any:
+        method = getattr(self.client, name)
+
+        def call(**params: Any) -> Any:
+            self.params.append((name, params))
+            return method(**params)
+
+        return call
+
+
+def test_receives_long_poll_for_the_endpoints_wait_time(endpoint: SqsEndpoint) -> None:
+    # A long poll of a queue that holds a message returns it at once (moto included); only an
+    # empty one waits, which is why moto endpoints refuse a wait time (below).
+    for wait_time in (0, 3):
+        recording = RecordingClient(endpoint.client)
+        opened = SqsEndpoint(endpoint.name, recording, endpoint.clock, wait_time=wait_time)
+        target = SqsTarget(QueueConfig(capacity=None, visibility_timeout=30), opened)
+        try:
+            target.send("a", "A", 0.0)
+            assert target.receive(30.0) == ("a", "A", 1)
+        finally:
+            target.close()
+        waits = [p["WaitTimeSeconds"] for name, p in recording.params if name == "receive_message"]
+        assert waits == [wait_time]
+
+
+@pytest.mark.parametrize("name", ENDPOINTS)
+def test_a_moto_endpoint_refuses_a_wait_time(name: str) -> None:
+    with (
+        pytest.raises(ValueError, match="wait_time must be 0 on"),
+        open_endpoint(name, wait_time=1),
+    ):
+        pass
+
+
+@pytest.mark.parametrize(
+    ("wait_time", "error"), [(21, ValueError), (-1, ValueError), (1.5, TypeError)]
+)
+def test_a_wait_time_sqs_does_not_take_is_refused(wait_time: Any, error: type) -> None:
+    with (
+        pytest.raises(error, match="wait_time"),
+        open_endpoint("http://127.0.0.1:1", wait_time=wait_time),
+    ):
+        pass
+
+
+def test_a_url_endpoint_runs_a_scenario_with_the_boto3_chain_and_long_polling(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The URL path as on real SQS, against a moto server on 127.0.0.1: credentials and region
+    # from the environment (boto3's chain), real time (no advance here, and no receive of an
+    # empty queue, which would wait: every receive finds a message).
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "kit")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "kit")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    scenario = sqs(
+        [
+            ["enqueue_batch", [["a", "A"], ["b", "B"]]],
+            ["reserve"],
+            ["ack", "a", 1],
+            ["reserve_batch", 10],
+            ["extend", "b", 1, 60],
+        ]
+    )
+    with open_endpoint("moto-server") as server:
+        assert server.url is not None
+        with open_endpoint(server.url, wait_time=1) as url:
+            assert isinstance(url.clock, WallClock) and url.wait_time == 1
+            assert run_on_sqs(scenario, url) == run_scenario(scenario, "model")
+
+
+def test_the_wall_clock_sleeps_until_the_scenarios_time() -> None:
+    # Fake time: the calls' latency since the scenario started is taken off each sleep.
+    now = [100.0]
+    slept: list[float] = []
+
+    def sleep(dt: float) -> None:
+        slept.append(dt)
+        now[0] += dt
+
+    clock = WallClock(sleep, lambda: now[0])
+    now[0] = 200.0
+    clock.restart()
+    now[0] += 0.25  # latency of the ops before the first advance
+    clock.advance(5)
+    now[0] += 0.5
+    clock.advance(1)
+    now[0] += 3.0  # a long poll that waited: the scenario's time is behind the wall clock
+    clock.advance(2)
+    assert slept == [pytest.approx(4.75), pytest.approx(0.5), 0.0]
+    assert now[0] == pytest.approx(200.0 + 5 + 1 + 3.0)
 
 
 def test_the_moto_clock_ticks_on_every_read_and_advances_by_dt() -> None:
