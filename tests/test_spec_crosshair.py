@@ -12,6 +12,7 @@ from __future__ import annotations
 import itertools
 from dataclasses import replace
 
+import broken_spec as broken
 import pytest
 
 import spec.contracts
@@ -188,31 +189,12 @@ def test_a_retry_to_the_head_breaks_its_contract(monkeypatch: pytest.MonkeyPatch
         retry_contract(None, None, script, 0, 0, False)
 
 
-def send_batch_prefix(
-    s: State, entries: tuple[tuple[str, str, float | None], ...], now: float
-) -> tuple[State, bool]:
-    """Accepts the entries that fit, instead of all or none."""
-    ok = False
-    for id, body, delay in entries:
-        s, one = transitions.send(s, id, body, delay, now)
-        ok = ok or one
-    return s, ok
-
-
-def purge_misses_delayed(s: State) -> tuple[State, int]:
-    delayed = [m for m in s.messages if m.status is Status.DELAYED]
-    after, n = transitions.purge(s)
-    for m in delayed:
-        after = after.with_msg(m)
-    return replace(after, delayed=s.delayed, timers=s.delayed), n - len(delayed)
-
-
 def test_a_send_batch_that_accepts_a_prefix_breaks_its_contract(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     script = [Op.SEND]
     send_batch_contract(2, None, script, [3, 4], 0.0, 0.0)  # does not fit: refused whole
-    monkeypatch.setattr(spec.contracts, "send_batch", send_batch_prefix)
+    monkeypatch.setattr(spec.contracts, "send_batch", broken.send_batch_accepts_a_prefix)
     send_batch_contract(3, None, script, [3, 4], 0.0, 0.0)  # fits: the same either way
     with pytest.raises(AssertionError, match="BatchAtomic"):
         send_batch_contract(2, None, script, [3, 4], 0.0, 0.0)
@@ -223,7 +205,7 @@ def test_a_purge_that_misses_delayed_messages_breaks_its_contract(
 ) -> None:
     script = [Op.SEND_DELAYED, Op.SEND]
     purge_contract(None, None, script)
-    monkeypatch.setattr(spec.contracts, "purge", purge_misses_delayed)
+    monkeypatch.setattr(spec.contracts, "purge", broken.purge_misses_delayed)
     purge_contract(None, None, [Op.SEND])  # nothing delayed: the same either way
     with pytest.raises(AssertionError, match="BatchAtomic"):
         purge_contract(None, None, script)
