@@ -229,7 +229,14 @@ class Profile:
 
     def admits(self, explanation: Explanation) -> bool:
         """Whether some minimal set of ``explanation`` is within this profile's relaxations
-        (a run that conforms strictly is admitted by every profile)."""
+        (a run that conforms strictly is admitted by every profile).
+
+        Judged on the smallest explanations only: a larger set inside the profile may explain
+        the run too. Measured: moto's hide of a visible message (``VISIBLE_CHANGE_HIDES``, not
+        admitted) is also explained by ``STALE_HANDLE_ACTS`` + ``SHORT_POLL_SAMPLES`` (a stale
+        change that succeeds, then receives that sampled nothing), which ``sqs-standard`` has:
+        a hide shows only as absence. So "not admitted" names the simplest account of what the
+        endpoint did, not a proof that no documented behaviour could produce it."""
         return any(s <= self.relaxations for s in explanation.sets)
 
 

@@ -427,6 +427,11 @@ A URL endpoint (real SQS, ElasticMQ, LocalStack) is never run in CI. Before you 
    receive that finds nothing waits that long, time the scenario does not count (a timer due
    within it shows its message early): use `--wait-time 1`. moto endpoints refuse it (moto's
    long poll would block on the kit's patched clock, and moto never samples).
+
+A profile admits a behaviour when one of its *smallest* explanations is inside the profile. A
+larger set inside it may explain the behaviour too: with short polling, a message hidden for
+no documented reason looks like receives that sampled no server holding it. So "not admitted"
+names the simplest account of what the endpoint did; check it before calling it a bug.
 """
 
 
