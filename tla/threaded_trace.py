@@ -61,8 +61,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
-from tla.tlc import Result
-from tla.trace import run_inverted, tla_value
+from tla.trace import TraceVerdict, run_inverted, tla_value
 
 #: The kinds of :class:`ThreadEvent`.
 KINDS: Final = frozenset(
@@ -177,9 +176,7 @@ class Roles:
         return self.producers | self.consumers | {self.sweeper}
 
 
-def modelled_prefix(
-    events: Sequence[ThreadEvent], sweeper: str = "sweeper"
-) -> list[ThreadEvent]:
+def modelled_prefix(events: Sequence[ThreadEvent], sweeper: str = "sweeper") -> list[ThreadEvent]:
     """The events before the first ``raise``, interrupted wait, or timed-out wait of a thread
     other than the sweeper: the model has no exceptions and no timed wait but the sweeper's,
     and a prefix of a behaviour is a behaviour, so this is what can be checked of a run in
@@ -640,15 +637,12 @@ def render_config(
 
 
 @dataclass(frozen=True)
-class ThreadVerdict:
-    """TLC's answer, the right way round: were the events a behaviour of ThreadedQueue?"""
+class ThreadVerdict(TraceVerdict):
+    """TLC's answer, the right way round: were the events a behaviour of ThreadedQueue?
+    (``matched`` counts the model's steps, :attr:`model_events`.)"""
 
-    accepted: bool
-    #: How many of the model's steps TLC matched (all of them when accepted).
-    matched: int
     model_events: tuple[ModelEvent, ...]
     events: tuple[ThreadEvent, ...]
-    result: Result
 
     @property
     def rejected(self) -> ModelEvent | None:
@@ -730,7 +724,8 @@ def check_thread_events(
     )
     frozen = tuple(model_events)
     if accepted is not None:
-        return ThreadVerdict(accepted, len(frozen) if accepted else matched, frozen, raw, result)
+        matched = len(frozen) if accepted else matched
+        return ThreadVerdict(accepted, matched, result, model_events=frozen, events=raw)
     raise ThreadTraceCheckError(
         f"TLC gave no verdict ({result.summary}):\n" + "\n".join(result.output[-30:])
     )

@@ -516,14 +516,21 @@ def render_config(
 
 
 @dataclass(frozen=True)
-class Verdict:
-    """TLC's answer, the right way round: was the trace a behaviour of Queue?"""
+class TraceVerdict:
+    """What TLC said of a trace (:func:`run_inverted`), the right way round: the fields
+    :class:`Verdict` and ``tla.threaded_trace.ThreadVerdict`` share."""
 
     accepted: bool
-    #: How many events TLC matched (all of them when accepted).
+    #: How many steps of the trace TLC matched (all of them when accepted).
     matched: int
-    events: tuple[Event, ...]
     result: Result
+
+
+@dataclass(frozen=True)
+class Verdict(TraceVerdict):
+    """TLC's answer, the right way round: was the trace a behaviour of Queue?"""
+
+    events: tuple[Event, ...]
 
     @property
     def rejected_event(self) -> Event | None:
@@ -614,7 +621,7 @@ def check_events(
     )
     frozen = tuple(events)
     if accepted is not None:
-        return Verdict(accepted, len(frozen) if accepted else matched, frozen, result)
+        return Verdict(accepted, len(frozen) if accepted else matched, result, events=frozen)
     raise TraceCheckError(
         f"TLC gave no verdict ({result.summary}):\n" + "\n".join(result.output[-30:])
     )

@@ -582,22 +582,42 @@ VALIDATED = (
 )
 
 #: The schedules sampled from each program: 0 the scheduler's default (no preemption), any
-#: other a seeded random choice at every decision point (interrupts included).
-SEEDS = (0, 1)
+#: other a seeded random choice at every decision point (interrupts included). Where the
+#: program's point lies off the default schedule, the seed is one that reaches it (SHOWS).
+SEEDS = {name: (0, 1) for name in VALIDATED} | {"stale_delete": (0, 2), "timed_send": (0, 15)}
+
+#: What the sample of a program must contain, so that it checks the program's point.
+SHOWS: dict[str, tuple[str, Callable[[ThreadEvent], bool]]] = {
+    "stale_delete": (
+        "a delete with a stale receipt",
+        lambda e: e.kind == "step" and e.detail[0] == "delete" and e.detail[2] is False,
+    ),
+    "timed_send": (
+        "a timed send's wait that ran out",
+        lambda e: e.kind == "wake" and e.detail[1] == "timeout" and e.thread != "sweeper",
+    ),
+    "expiry_two_consumers": (
+        "a sweep that fires both deliveries",
+        lambda e: e.kind == "step" and e.detail[:3] == ("expire", (), "b"),
+    ),
+}
 
 
-def _explored(
-    program: Program, seed: int, queue_class: type[Queue[Any]] = Queue
-) -> list[ThreadEvent]:
-    """The modelled events (:func:`modelled_prefix`) of one schedule of ``program``."""
+def _run(program: Program, seed: int) -> list[ThreadEvent]:
+    """Every event of one schedule of ``program`` on impl.Queue (see SEEDS)."""
     rng = random.Random(seed)
 
     def choose(options: list[Choice], costs: list[int], default: Choice) -> Choice:
         return rng.choice(options) if seed else default
 
-    run = run_once(program, queue_class, choose)
+    run = run_once(program, Queue, choose)
     assert run.failure is None, run.failure
-    return modelled_prefix(run.events)
+    return run.events
+
+
+def _explored(program: Program, seed: int) -> list[ThreadEvent]:
+    """The modelled events (:func:`modelled_prefix`) of one schedule of ``program``."""
+    return modelled_prefix(_run(program, seed))
 
 
 def _check_program(program: Program, events: Sequence[ThreadEvent], bug: str = "none") -> Any:
@@ -656,9 +676,12 @@ def test_schedule_trace_leaves_out_the_programs_the_model_does_not_have() -> Non
 @pytest.mark.parametrize("name", VALIDATED)
 def test_schedule_trace_of_a_sample_of_explored_schedules_is_accepted(name: str) -> None:
     program = PROGRAMS[name]
-    for seed in SEEDS:
-        events = _explored(program, seed)
-        verdict = _check_program(program, events)
+    runs = [_run(program, seed) for seed in SEEDS[name]]
+    if name in SHOWS:
+        what, pred = SHOWS[name]
+        assert any(pred(e) for ev in runs for e in ev), f"no schedule of the sample has {what}"
+    for seed, events in zip(SEEDS[name], runs, strict=True):
+        verdict = _check_program(program, modelled_prefix(events))
         assert verdict.accepted, f"{name} seed {seed}: {verdict.explain()}"
 
 
