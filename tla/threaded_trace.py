@@ -36,15 +36,20 @@ no event: each event carries the clock readings it may have seen (``lo``, ``hi``
 clock ticks towards them. The threads' roles come from what they call: a thread that sends,
 cancels or purges is a producer, one that receives, deletes, retries or changes visibility a
 consumer, the sweeper thread is named ``sweeper``, and any other thread (a clock driver) may only
-tick. :func:`check_thread_events` writes a module whose constant ``Trace`` is those steps, runs
+tick. A program's setup, run before its threads by one thread named ``setup`` that both sends and
+receives, is split into a producer and a consumer (:func:`split_setup`). Receives without a
+visibility timeout (``visibility_timeout=None``) are checked against a model whose ``VT`` is past
+the run's last time: no delivery expires there, as none does in the code.
+:func:`check_thread_events` writes a module whose constant ``Trace`` is those steps, runs
 TLC, and says whether the run was accepted or at which event it was rejected.
 
 NOT MODELLED (raises :class:`NotModelled` before TLC runs, or TLC rejects at that event): receives
-without a visibility timeout or with another one than the queue's, explicit ``sweep()`` calls,
-send timeouts and receive timeouts (the model has no timed wait but the sweeper's), exceptions
-(``raise``: shutdown, ``Full``, interrupts), a delete with a receipt the thread does not hold
-from its own last receive, batches of different sizes in one run, and the setup a program runs
-before its threads when its events are not recorded (the model starts from an empty queue).
+with another visibility timeout than the queue's, explicit ``sweep()`` calls, a caller's timed
+wait that runs out (the model has no timed wait but the sweeper's), exceptions (``raise``:
+shutdown, ``Full``, interrupts) -- :func:`modelled_prefix` keeps what precedes these --, a delete
+with a receipt the thread does not hold from its own last receive, consumers that use both
+``receive`` and ``receive_batch``, batches of different sizes in one run, and a setup whose events
+were not recorded (the model starts from an empty queue).
 
 THE INVERSION (as in ``tla/trace.py``): TLC reporting the invariant ``TraceIncomplete`` violated
 means ACCEPTED. Unlike there, the events may be matched in more than one way (which of several

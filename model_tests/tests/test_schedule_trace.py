@@ -1,7 +1,7 @@
 """Thread-level trace validation: what the threads of the real ``impl.Queue`` did at its
 synchronisation points is a behaviour of ``tla/ThreadedQueue.tla`` (``tla/threaded_trace.py``).
 
-Two sources of event sequences:
+Three sources of event sequences:
 
 - runs of the real queue whose mutex and conditions are replaced by recording ones (the code of
   the queue is unchanged: :func:`recorded_queue` swaps the three conditions and the mutex right
@@ -10,11 +10,14 @@ Two sources of event sequences:
   until each thread is blocked or done, so the interleaving is the one written in the test;
 - hand-written sequences of the interleaving TLC found for ``sweep_notify_if_empty``
   (``tla/ThreadedQueueWakeupNotifyIfEmpty.cfg``), as the correct code and as the mutant would
-  record it.
+  record it;
+- schedules of the controlled scheduler (``model_tests/schedule``): a sample of two from each of
+  its programs the model covers (``VALIDATED``), setup included, and the failing schedules it
+  found for two sweeper mutants.
 
 Each accepted sequence has a doctored twin (a notify removed, a wakeup before its deadline, a
-sweep without the notify it owes) that TLC rejects, at the changed event. Every test name
-contains ``schedule`` and ``trace``; the TLC runs need Java.
+sweep without the notify it owes), or a mutant's run, that TLC rejects, at the changed event.
+Every test name contains ``schedule`` and ``trace``; the TLC runs need Java.
 """
 
 from __future__ import annotations
