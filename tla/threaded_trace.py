@@ -66,7 +66,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
-from tla.trace import TraceVerdict, run_inverted, tla_value
+from tla.trace import CONFIG_TAIL, TraceVerdict, run_inverted, tla_value
 
 #: The kinds of :class:`ThreadEvent`.
 KINDS: Final = frozenset(
@@ -633,11 +633,7 @@ def render_config(
         f"    Batch = {batch}\n"
         f"    MaxTime = {max_time}\n"
         f"    Bug = {tla_value(bug)}\n"
-        "    None = None\n"
-        "    Trace <- RecordedTrace\n"
-        "INIT TraceInit\n"
-        "NEXT TraceNext\n"
-        "INVARIANT TraceIncomplete\n"
+        f"{CONFIG_TAIL}"
     )
 
 

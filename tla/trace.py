@@ -69,6 +69,17 @@ Step = tuple[str, tuple[object, ...], object, float]
 #: One event of ``TraceQueue.tla``'s ``Trace``: field -> value (``None`` is TLA+'s ``None``).
 Event = dict[str, object]
 
+#: The end of every trace-validation config (this one's and ``tla/threaded_trace.py``'s): the
+#: recorded trace as the constant ``Trace``, the trace's own Init and Next, and the inverted
+#: invariant (see THE INVERSION above).
+CONFIG_TAIL: Final = (
+    "    None = None\n"
+    "    Trace <- RecordedTrace\n"
+    "INIT TraceInit\n"
+    "NEXT TraceNext\n"
+    "INVARIANT TraceIncomplete\n"
+)
+
 #: The modules a check needs next to the generated one.
 _MODULES = ("Queue.tla", "TraceQueue.tla")
 _FIFO_MODULES = ("Queue.tla", "QueueFifo.tla", "TraceQueueFifo.tla")
@@ -504,11 +515,7 @@ def render_config(
         f"    Delays = {_set(delays)}\n"
         f"    MaxBatch = {min(10, max([1, *sizes]))}\n"
         f"{'' if fifo is None else _fifo_constants(events, fifo)}"
-        "    None = None\n"
-        "    Trace <- RecordedTrace\n"
-        "INIT TraceInit\n"
-        "NEXT TraceNext\n"
-        "INVARIANT TraceIncomplete\n"
+        f"{CONFIG_TAIL}"
     )
 
 
