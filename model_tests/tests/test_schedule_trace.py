@@ -796,3 +796,44 @@ def test_schedule_trace_event_checks_its_fields() -> None:
         ThreadEvent("", "call", ())
     with pytest.raises(TypeError, match="detail"):
         ThreadEvent("c1", "call", ["send"])  # type: ignore[arg-type]
+
+
+def test_schedule_trace_cuts_the_critical_section_an_exception_or_timeout_left() -> None:
+    events = _if_empty_interleaving(sweep_notifies=True)[:5]  # p1 sent a
+    # A receive(block=False) that found nothing: its critical section has no end the model
+    # could match, so the prefix stops before its acquire (after its call).
+    empty = [
+        _e("c1", "call", "receive", ()),
+        _e("c1", "acquire", "mutex"),
+        _e("c1", "release", "mutex"),
+        _e("c1", "raise", "receive", "Empty"),
+    ]
+    assert modelled_prefix([*events, *empty]) == [*events, empty[0]]
+    # A caller's timed wait that ran out: the model's callers wait untimed.
+    timed = [
+        _e("p2", "call", "send", ("body-b",)),
+        _e("p2", "acquire", "mutex"),
+        _e("p2", "release", "mutex"),
+        _e("p2", "wait", "not_full", 1.0),
+        _e("clock", "tick", 1.0, 1.0),
+        _e("p2", "acquire", "mutex"),
+        _e("p2", "wake", "not_full", "timeout"),
+    ]
+    assert modelled_prefix([*events, *timed]) == [*events, *timed[:5]]
+    # The sweeper's timed wait is modelled: nothing is cut.
+    swept = [*events, _e("sweeper", "acquire", "mutex"), _e("sweeper", "wake", "x", "timeout")]
+    assert modelled_prefix(swept) == swept
+
+
+def test_schedule_trace_splits_the_setup_into_a_producer_and_a_consumer() -> None:
+    setup = [
+        _e(SETUP, "call", "send", ("body-a",)),
+        _e(SETUP, "acquire", "mutex"),
+        _e(SETUP, "release", "mutex"),
+        _e(SETUP, "return", "send", "a"),
+        _e(SETUP, "call", "receive", ()),
+        _e(SETUP, "return", "receive", "a"),
+    ]
+    assert [e.thread for e in split_setup(setup)] == ["setup-producer"] * 4 + ["setup-consumer"] * 2
+    with pytest.raises(NotModelled, match="outside any call"):
+        split_setup([_e(SETUP, "acquire", "mutex")])
