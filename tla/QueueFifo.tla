@@ -291,6 +291,9 @@ AttemptsCountSteps == [][Q!AttemptsCountStep]_vars
 IdsReservedSteps == [][Q!IdsReservedStep]_vars
 DelayHonouredSteps == [][Q!DelayHonouredStep]_vars
 GroupOrderSteps == [][GroupOrderStep]_vars
+
+\* Queue's ExpireComplete, for this module's Expire: after a sweep nothing is due.
+ExpireCompleteSteps == [][Expire => Q!ExpiryOrder' = <<>>]_vars
 DedupWindowSteps == [][DedupWindowStep]_vars
 
 Invariants ==
