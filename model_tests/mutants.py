@@ -70,7 +70,7 @@ T = TypeVar("T")
 
 
 def _nothing() -> None:
-    """The default hook of :class:`SplitReceiveQueue`: no other consumer runs in the window."""
+    """The default ``between`` of the windowed mutants: no other consumer runs in the window."""
 
 
 # =============================================================================================
@@ -106,7 +106,26 @@ class PlainBlockingQueue(Queue[T]):
 # =============================================================================================
 
 
-class SplitReceiveQueue(Queue[T]):
+class _Windowed(Queue[T]):
+    """The real queue with a ``between`` callable (a keyword argument of the constructor; by
+    default nothing) that a mutant runs in the window its bug opens, with the lock released, so
+    a test places another thread's step there deterministically. Not a mutant itself."""
+
+    def __init__(
+        self,
+        capacity: int | None = None,
+        visibility_timeout: float | None = 30.0,
+        max_receives: int | None = None,
+        delay: float = 0.0,
+        clock: Clock | None = None,
+        *,
+        between: Callable[[], object] = _nothing,
+    ) -> None:
+        super().__init__(capacity, visibility_timeout, max_receives, delay, clock)
+        self.between = between
+
+
+class SplitReceiveQueue(_Windowed[T]):
     """MUTANT (seed pitfall 2): ``receive`` picks the head in one critical section and stamps it
     (attempt, deadline, in flight) in a second one.
 
@@ -124,19 +143,6 @@ class SplitReceiveQueue(Queue[T]):
     passes; only a concurrent history shows the bug, and the linearizability checker rejects it
     (no sequential order of the spec delivers ``(a, 1)`` twice).
     """
-
-    def __init__(
-        self,
-        capacity: int | None = None,
-        visibility_timeout: float | None = 30.0,
-        max_receives: int | None = None,
-        delay: float = 0.0,
-        clock: Clock | None = None,
-        *,
-        between: Callable[[], object] = _nothing,
-    ) -> None:
-        super().__init__(capacity, visibility_timeout, max_receives, delay, clock)
-        self.between = between
 
     def _deliver(self, deadline: float | None) -> Record[T]:
         rec = next(iter(self._visible.values()))  # critical section 1: PICK the head
@@ -506,7 +512,7 @@ class PrefixSendBatchQueue(Queue[T]):
         return max(0, min(n, cap - active))  # BUG: what fits, not all or none
 
 
-class SplitReceiveBatchQueue(Queue[T]):
+class SplitReceiveBatchQueue(_Windowed[T]):
     """MUTANT: ``receive_batch`` is a loop of single receives that drops the lock between them.
 
     The bug: a batch built from the single operation, releasing the lock after each message
@@ -524,19 +530,6 @@ class SplitReceiveBatchQueue(Queue[T]):
     check passes; the linearizability checker, with a batch as one operation, rejects the
     concurrent history.
     """
-
-    def __init__(
-        self,
-        capacity: int | None = None,
-        visibility_timeout: float | None = 30.0,
-        max_receives: int | None = None,
-        delay: float = 0.0,
-        clock: Clock | None = None,
-        *,
-        between: Callable[[], object] = _nothing,
-    ) -> None:
-        super().__init__(capacity, visibility_timeout, max_receives, delay, clock)
-        self.between = between
 
     def _deliver_batch(self, n: int, deadline: float | None) -> list[Record[T]]:
         recs = [self._deliver(deadline)]

@@ -288,15 +288,20 @@ def _bools(results: object) -> list[bool]:
 
 
 class ImplTarget:
-    """Runs a scenario on ``impl.Queue`` instances sharing one ``impl.FakeClock``.
+    """Runs a scenario on ``impl.Queue`` instances sharing one ``impl.FakeClock``
+    (``queue_class``: another class with ``impl.Queue``'s constructor, such as a mutant).
 
     Every call is non-blocking: a send that finds no room gives ``False`` (``impl.Full``), a
     duplicate id gives ``False`` (``impl.DuplicateIdError``), a receive that finds nothing gives
     ``None`` (``impl.Empty``).
     """
 
-    def __init__(self, config: QueueConfig) -> None:
+    def __init__(
+        self, config: QueueConfig, queue_class: type[impl.Queue[str]] | None = None
+    ) -> None:
         self._config = config
+        # A standard queue's class (impl.Queue, or a mutant of it); FIFO scenarios use FifoQueue.
+        self._queue_class = impl.Queue if queue_class is None else queue_class
         self.clock = impl.FakeClock()
         self.queues: list[impl.Queue[str]] = []
         # The ids each queue accepted and, on FIFO queues, when each dedup id was last accepted:
@@ -468,7 +473,7 @@ class ImplTarget:
                 clock=self.clock,
             )
         else:
-            q = impl.Queue(
+            q = self._queue_class(
                 capacity=c.capacity,
                 visibility_timeout=c.visibility_timeout,
                 max_receives=c.max_receives,

@@ -10,6 +10,7 @@ page's freshness.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -51,22 +52,7 @@ DOCS = Path(__file__).resolve().parents[2] / "docs" / "conformance.md"
 
 def _mutant(cls: type[Queue[str]]) -> Callable[[QueueConfig], ImplTarget]:
     """A target that runs the scenario on the mutant queue class ``cls``."""
-
-    class MutantTarget(ImplTarget):
-        def new_queue(self) -> None:
-            c = self._config
-            self.queues.append(
-                cls(
-                    capacity=c.capacity,
-                    visibility_timeout=c.visibility_timeout,
-                    max_receives=c.max_receives,
-                    delay=c.delay,
-                    clock=self.clock,
-                )
-            )
-            self._current = len(self.queues) - 1
-
-    return MutantTarget
+    return functools.partial(ImplTarget, queue_class=cls)
 
 
 # =============================================================================================

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import functools
 import inspect
 import json
 import re
@@ -464,20 +465,7 @@ CAUGHT_BY_SEED_EXAMPLES: Final = {
 
 
 def _target(queue_class: QueueClass) -> Callable[[QueueConfig], ImplTarget]:
-    class MutantTarget(ImplTarget):
-        def new_queue(self) -> None:
-            c = self._config
-            self.queues.append(
-                queue_class(
-                    capacity=c.capacity,
-                    visibility_timeout=c.visibility_timeout,
-                    max_receives=c.max_receives,
-                    clock=self.clock,
-                )
-            )
-            self._current = len(self.queues) - 1
-
-    return MutantTarget
+    return functools.partial(ImplTarget, queue_class=queue_class)
 
 
 def _seed_examples_fail(queue_class: QueueClass) -> list[str]:
