@@ -36,7 +36,18 @@ from spec.invariants import (
     violations,
 )
 from spec.operations import REGISTRY, Registry
-from spec.state import TERMINAL, Config, Delivery, Msg, Receipt, State, Status, Time, initial
+from spec.state import (
+    DEDUP_INTERVAL,
+    TERMINAL,
+    Config,
+    Delivery,
+    Msg,
+    Receipt,
+    State,
+    Status,
+    Time,
+    initial,
+)
 from spec.transitions import (
     MAX_BATCH,
     can_send,
@@ -62,6 +73,7 @@ from spec.transitions import (
 
 __all__ = [
     "BATCH_OPERATIONS",
+    "DEDUP_INTERVAL",
     "INVARIANTS",
     "MAX_BATCH",
     "REGISTRY",

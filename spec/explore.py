@@ -71,7 +71,7 @@ from typing import Final
 
 from spec.invariants import BATCH_OPERATIONS, Reason, batch_atomic, step_violations, violations
 from spec.operations import REGISTRY, Operation, Registry
-from spec.state import Config, State, Status, initial
+from spec.state import DEDUP_INTERVAL, Config, State, Status, initial
 from spec.transitions import MAX_BATCH, receive_batch
 
 #: A node of the graph: the queue's state and the clock.
@@ -110,7 +110,7 @@ class Bounds:
     #: set is sent without a dedup id. The dedup id's name is its ids joined by ``_``.
     dedup: tuple[tuple[str, ...], ...] = ()
     #: FIFO: the dedup window, in clock units (TLA+ ``DedupInterval``).
-    dedup_interval: int = 300
+    dedup_interval: int = int(DEDUP_INTERVAL)
 
     def __post_init__(self) -> None:
         if len(set(self.ids)) != len(self.ids) or not self.ids:

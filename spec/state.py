@@ -45,6 +45,10 @@ class Status(enum.Enum):
 
 TERMINAL: Final = frozenset({Status.DONE, Status.CANCELLED, Status.DEAD})
 
+#: A FIFO queue's default deduplication interval, seconds: SQS's five minutes (contract section
+#: 2b). The spec's one definition; ``tests/test_constants.py`` checks every layer's against it.
+DEDUP_INTERVAL: Final = 300.0
+
 
 @dataclass(frozen=True, slots=True)
 class Msg:
@@ -120,7 +124,7 @@ class Config:
     max_receives: int | None = None
     delay: Time = 0.0
     fifo: bool = False
-    dedup_interval: Time = 300.0
+    dedup_interval: Time = DEDUP_INTERVAL
 
     def __post_init__(self) -> None:
         if self.capacity is not None and self.capacity < 0:
