@@ -2,7 +2,12 @@
 
 ``python -m spec explore --html out.html`` writes the graph at the same bounds as one
 self-contained page to step through in a browser (:mod:`spec.html`); ``--trace FILE`` adds a
-counterexample TLC printed (``docs/diagrams/*.trace``), steppable on the page.
+counterexample TLC printed (``docs/diagrams/*.trace``), steppable on the page, read by the TLA+
+layer (:func:`tla.explorer.load_trace`).
+
+This module is the command line, not the library: no module imports it, so it may sit above
+both layers. The library modules of ``spec`` import nothing of ``tla`` (``tla`` imports
+``spec``; ``tests/test_layers.py`` keeps it so).
 """
 
 from __future__ import annotations
@@ -12,6 +17,9 @@ import sys
 from pathlib import Path
 
 from spec.explore import Bounds, explore
+from spec.html import Counterexample, GraphSpec, page
+from spec.state import DEDUP_INTERVAL
+from tla.explorer import load_trace
 
 
 def _optional_int(text: str) -> int | None:
@@ -44,7 +52,9 @@ def main(argv: list[str] | None = None) -> int:
     ex.add_argument(
         "--dedup", nargs="+", default=[], help="FIFO ids sent with one dedup id (e.g. ac)"
     )
-    ex.add_argument("--dedup-interval", type=int, default=300, help="FIFO dedup window")
+    ex.add_argument(
+        "--dedup-interval", type=int, default=int(DEDUP_INTERVAL), help="FIFO dedup window"
+    )
     ex.add_argument(
         "--html",
         type=Path,
@@ -105,8 +115,6 @@ def main(argv: list[str] | None = None) -> int:
 
 def _write_html(path: Path, bounds: Bounds, traces: list[Path]) -> int:
     """Write the page; 2 (and a message naming the file) if a trace cannot be read."""
-    from spec.html import Counterexample, GraphSpec, load_trace, page
-
     cexs: list[Counterexample] = []
     for n, trace in enumerate(traces):
         key = "".join(c if c.isalnum() else "_" for c in trace.stem.lower())

@@ -26,9 +26,10 @@ import pytest
 import tools.diagrams as diagrams
 from spec.__main__ import main as spec_main
 from spec.explore import Bounds, explore
-from spec.html import GraphSpec, display_label, explore_graph, load_trace, page_data
+from spec.html import GraphSpec, asset, display_label, explore_graph, page_data
 from spec.operations import REGISTRY
 from tla.counterexample import parse_trace
+from tla.explorer import load_trace
 from tools.diagrams import (
     EXPLORER,
     EXPLORER_GRAPHS,
@@ -36,6 +37,7 @@ from tools.diagrams import (
     LIFECYCLE,
     LIFECYCLE_BOUNDS,
     RACE,
+    ROOT,
     TRACE,
     WALKTHROUGH,
     Transition,
@@ -227,6 +229,18 @@ def test_the_committed_explorer_page_is_what_the_tool_writes() -> None:
     assert len(text.encode()) < 2_000_000
     assert not re.search(r"""(?:src|href)=["']?(?:https?:)?//""", text)
     assert "fetch(" not in text and "XMLHttpRequest" not in text
+
+
+def test_the_page_inlines_its_asset_files_and_leaves_no_placeholder() -> None:
+    # spec/explorer/ holds the skeleton; the page is still the one file, with each asset in it.
+    text = EXPLORER.read_text(encoding="utf-8")
+    for name in ("explorer.css", "explorer.js"):
+        body = asset(name)
+        assert body.strip() and body in text, name
+        assert body == (ROOT / "spec" / "explorer" / name).read_text(encoding="utf-8")
+    head = asset("explorer.html").partition("@TITLE@")[0]
+    assert text.startswith(head) and head.startswith("<!DOCTYPE html>")
+    assert not re.search(r"@(?:TITLE|CSS|SCRIPT|DATA)@", text)
 
 
 def test_the_page_holds_the_spec_graph_and_its_edges() -> None:

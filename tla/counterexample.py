@@ -3,39 +3,60 @@
 TLC prints a counterexample (``tla.tlc.Result.trace()``) as numbered states, each a conjunction
 ``/\\ var = value`` under a header ``State N: <Action line ...>``; its ``-dump dot`` file labels
 each node with the same conjunction. This module reads both kinds of state
-(:func:`read_state`), a whole trace (:func:`parse_trace`), the queue's variables in them
+(:func:`read_state`), a whole trace (:func:`parse_trace`: each state's values, and its variables
+as TLC printed them) and its verdict line (:func:`verdict`), the queue's variables in them
 (:func:`messages`, :func:`held`, :func:`finished`, :func:`deadline`), and converts a state of
 ``tla/Queue.tla`` into the ``spec.State`` it stands for (:func:`to_spec_state`).
 
-Its users: the diagram tool (``tools/diagrams.py``, the race drawn from TLC's counterexample),
-the equivalence bridge (:mod:`tla.graph`, TLC's state graph against the explorer's) and the
-test that replays the counterexample on ``impl.Queue``
-(``model_tests/tests/test_understanding.py``).
+It is the repository's one reader of TLC's traces. Its users: the diagram tool
+(``tools/diagrams.py``, the race drawn from TLC's counterexample), the explorer page's traces
+(:mod:`tla.explorer`), the equivalence bridge (:mod:`tla.graph`, TLC's state graph against the
+explorer's) and the tests that replay the counterexamples on ``impl.Queue``
+(``model_tests/tests/test_understanding*.py``).
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from spec.state import Config, Msg, State, Status
 from tla.values import Function, ModelValue, Record, Value, parse_state, parse_value
 
+#: What separates the conjuncts ``/\\ var = value`` of a state TLC printed.
+_CONJUNCT = re.compile(r"(?:^|\n)\s*/\\\s+")
+
 
 @dataclass(frozen=True)
 class TraceStep:
-    """One state of a TLC trace: its number, the action that led to it, the variables."""
+    """One state of a TLC trace: its number, the action that led to it, the variables.
+
+    ``printed`` is each variable as TLC printed it, in printed order, whitespace collapsed (what
+    the explorer page shows beside the parsed ``state``); two steps with the same values are
+    equal however TLC laid them out.
+    """
 
     number: int
     action: str
     state: dict[str, Value]
+    printed: tuple[tuple[str, str], ...] = field(default=(), compare=False)
+
+
+def _printed(text: str) -> tuple[tuple[str, str], ...]:
+    """The conjuncts ``/\\ var = value`` of a state as (var, value) pairs, whitespace collapsed."""
+    out: list[tuple[str, str]] = []
+    for part in _CONJUNCT.split(text):
+        if part.strip():
+            name, _, value = part.partition("=")
+            out.append((name.strip(), " ".join(value.split())))
+    return tuple(out)
 
 
 def read_state(text: str) -> dict[str, Value]:
     """``tla.values.parse_state``, but a set of records (TLC prints ``finished`` as one) is read
     as a tuple in printed order: ``tla.values`` cannot put its unhashable records in a set."""
     out: dict[str, Value] = {}
-    for part in re.split(r"(?:^|\n)\s*/\\\s+", text.strip()):
+    for part in _CONJUNCT.split(text.strip()):
         if not part.strip():
             continue
         name, _, rest = part.partition("=")
@@ -63,7 +84,8 @@ def parse_trace(text: str) -> list[TraceStep]:
 
     def flush() -> None:
         if header is not None:
-            steps.append(TraceStep(header[0], header[1], read_state("\n".join(body))))
+            block = "\n".join(body)
+            steps.append(TraceStep(header[0], header[1], read_state(block), _printed(block)))
 
     for line in text.splitlines():
         if m := _HEADER.match(line):
@@ -75,6 +97,14 @@ def parse_trace(text: str) -> list[TraceStep]:
     if not steps:
         raise ValueError("no 'State N: <Action ...>' lines: not a TLC trace")
     return steps
+
+
+_VERDICT = re.compile(r"^Error: (.*is violated\.?)\s*$")
+
+
+def verdict(text: str) -> str:
+    """TLC's verdict in a trace it printed (``Invariant ExactlyOnce is violated.``), or ``""``."""
+    return next((m.group(1) for line in text.splitlines() if (m := _VERDICT.match(line))), "")
 
 
 # -- the queue's variables ----------------------------------------------------------------------

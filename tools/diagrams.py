@@ -46,10 +46,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from spec.explore import Bounds, explore
-from spec.html import GraphSpec, load_trace, page
+from spec.html import GraphSpec, page
 from spec.operations import REGISTRY, Registry
 from spec.state import State, Status
 from tla.counterexample import TraceStep, deadline, finished, held, messages, parse_trace
+from tla.explorer import load_trace
 from tla.models import discover
 from tla.tlc import SetupError, run_tlc
 from tla.values import Value
