@@ -46,7 +46,8 @@ class Status(enum.Enum):
 TERMINAL: Final = frozenset({Status.DONE, Status.CANCELLED, Status.DEAD})
 
 #: A FIFO queue's default deduplication interval, seconds: SQS's five minutes (contract section
-#: 2b). The spec's one definition; ``tests/test_constants.py`` checks every layer's against it.
+#: 2b). The spec's one definition; ``model_tests/tests/test_constants.py`` checks every layer's
+#: against it.
 DEDUP_INTERVAL: Final = 300.0
 
 

@@ -80,6 +80,11 @@ CONFIG_TAIL: Final = (
     "INVARIANT TraceIncomplete\n"
 )
 
+#: The largest batch the models take: ``tla/Queue.tla``'s ``ASSUME MaxBatch \in 1..10`` (the
+#: contract's 10 entries). The TLA+ layer's one definition; equal to the other layers'
+#: (``model_tests/tests/test_constants.py``).
+MAX_BATCH: Final = 10
+
 #: The modules a check needs next to the generated one.
 _MODULES = ("Queue.tla", "TraceQueue.tla")
 _FIFO_MODULES = ("Queue.tla", "QueueFifo.tla", "TraceQueueFifo.tla")
@@ -513,7 +518,7 @@ def render_config(
         f"    ExtendTimeouts = {_set(extends)}\n"
         f"    MaxTime = {max_time}\n"
         f"    Delays = {_set(delays)}\n"
-        f"    MaxBatch = {min(10, max([1, *sizes]))}\n"
+        f"    MaxBatch = {min(MAX_BATCH, max([1, *sizes]))}\n"
         f"{'' if fifo is None else _fifo_constants(events, fifo)}"
         f"{CONFIG_TAIL}"
     )
