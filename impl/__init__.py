@@ -8,9 +8,11 @@
     'a'
     ('a', 'hello', 1, True)
 
-``Queue`` is the SQS-style queue; ``JobQueue`` is the single-owner job-queue API of the second
-seed, a thin adapter over the same engine; ``FifoQueue`` is the SQS FIFO queue (message groups,
-deduplication), a subclass of ``Queue`` (contract section 2b).
+``Queue`` is the SQS-style queue; ``FifoQueue`` is the SQS FIFO queue (message groups,
+deduplication; contract section 2b); both are the one threaded shell (``BaseQueue``,
+``impl/shell.py``) over a core with no lock and no waiting (``impl/core.py``,
+``impl/fifo_core.py``). ``JobQueue`` is the single-owner job-queue API of the second seed, a
+thin adapter over ``Queue``.
 """
 
 from impl.clock import Clock, FakeClock, MonotonicClock
@@ -27,9 +29,11 @@ from impl.message import (
     SnapshotMessage,
     Stats,
 )
-from impl.queue import Queue, TraceStep
+from impl.queue import Queue
+from impl.shell import BaseQueue, TraceStep
 
 __all__ = [
+    "BaseQueue",
     "Clock",
     "DuplicateIdError",
     "Empty",

@@ -432,13 +432,17 @@ def test_close_from_a_sink_in_the_sweeper_is_refused_and_that_sweep_changes_noth
                     raise
 
         q.record_trace(sink)
+        begun = clock.waits_begun
         with caplog.at_level(logging.ERROR, logger="impl.queue"), unchanged(q):
             clock.advance(1)  # the sweeper's sink calls close(): refused, and the sweep vetoed
-            sweeper.join(BOUND)
-            assert not sweeper.is_alive(), "the sweeper neither finished nor deadlocked cleanly"
+            # The sweeper survives its failed round: it goes back to waiting (for its backoff).
+            assert clock.wait_for_waiters(1, BOUND, after=begun), "the sweeper did not wait again"
+            assert sweeper.is_alive()
         assert len(refused) == 1 and re.search(r"close.*trace sink", str(refused[0]))
         assert [r.exc_info[1] for r in caplog.records if r.exc_info] == refused
-        h = q.health()  # reports the death, and restarts expiry
+        h = q.health()  # reports the failed round; the same sweeper still runs
         assert (h.sweeper_failures, h.last_error) == (1, refused[0])
-        again = Call(lambda: q.receive(timeout=BOUND), name="receive-after-restart")
+        assert h.sweeper_running and not h.expiry_stalled
+        again = Call(lambda: q.receive(timeout=BOUND), name="receive-after-retry")
+        clock.advance(1)  # past the backoff: the sweeper retries, now without a refusal
         assert (again.result(BOUND).id, q.stats().in_flight) == ("a", 1)

@@ -158,7 +158,7 @@ def side_by_side_round(
             iq.send(item)
 
         def items() -> int:
-            return len(iq._visible)  # not stats(): with a plain Lock it would deadlock here
+            return len(iq._core.visible)  # not stats(): with a plain Lock it would deadlock here
 
     else:
         qq: queue.Queue[int] = queue.Queue()

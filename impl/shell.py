@@ -1,0 +1,992 @@
+"""The threaded shell around a queue core: the lock, the conditions, the waits, the trace.
+
+:class:`BaseQueue` is what ``impl.Queue`` and ``impl.FifoQueue`` share: everything but their
+sends. Each public method checks its arguments (once, before the lock), takes ``mutex``, waits
+while its step is not enabled (``while not core.deliverable(): wait``), does all that can fail
+(the clock, the trace sink, starting the sweeper), then calls the core's step, which cannot fail
+and returns what it enabled (:data:`impl.core.Wake`); the shell wakes that many waiters and
+runs the core's O(1) self-check. The core (``impl/core.py``, ``impl/fifo_core.py``) holds the
+state and the contract's steps; this module holds no queue semantics of its own.
+
+Named conditions on ``mutex``, each with who notifies it:
+
+- ``not_empty``: receivers wait for a deliverable message. Notified once per message a step
+  made deliverable (send, a fired delay, every release to visible, for FIFO every unlock of a
+  group with a visible message); notified all at shutdown.
+- ``not_full``: senders wait for room. Notified once per slot freed (delete, cancel, purge,
+  dead-lettering: receiving and releasing to visible free nothing), and all of them while a
+  ``send_batch`` waits (a single notify could reach the batch, which may need more than one
+  slot, while a single send that could use it sleeps on); notified all at shutdown.
+- ``new_deadline``: the sweeper waits for the earliest timer. Notified when a timer earlier
+  than the one it waits for is armed (:meth:`BaseQueue._aim`), and at shutdown and close.
+
+A woken waiter re-checks its predicate first, so it takes what it was woken for, or passes the
+notify on when it leaves without it (a timeout, an exception, an id taken meanwhile): so one
+notify per unit made available is enough, and no waiter sleeps beside what it waits for.
+
+Seams for the mutant catalogue (``model_tests/mutants.py``), besides every core step:
+``_notify(cond)`` (every wakeup), ``_wait(cond, deadline)`` (every wait),
+``_wait_for_room(...)`` (the wait of every send), ``_aim(due)`` (waking the sweeper for a new
+timer) and ``_sleep_until()`` (the time the sweeper sleeps until).
+
+Failure model (docs/failure-model.md): every transition does all that can raise before its
+commit, so it takes full effect or none; the sweeper (``impl/sweeper.py``) survives a failed
+round; fork handlers (``impl/forking.py``) give a child process fresh locks.
+"""
+
+from __future__ import annotations
+
+import enum
+import threading
+import warnings
+import weakref
+from collections.abc import Callable, Sequence
+from types import TracebackType
+from typing import Any, ClassVar, Final, Generic, Literal, Self
+
+from impl import forking
+from impl.clock import Clock, MonotonicClock, check_clock
+from impl.core import MAX_BATCH, Core, Record, T, Wake
+from impl.errors import DuplicateIdError, Empty, Full, ShutDown
+from impl.message import Health, Message, Receipt, Snapshot, Stats
+from impl.sweeper import SweeperLink, log, sweep_forever
+from impl.sync import sync_of
+from impl.validate import (
+    check_bool,
+    check_callable,
+    check_id,
+    check_int,
+    check_later,
+    check_optional_int,
+    check_optional_time,
+    check_time,
+)
+
+__all__ = ["QUEUE_DEFAULT", "BaseQueue", "Default", "TraceStep", "check_batch"]
+
+
+class Default(enum.Enum):
+    """The type of the "use the queue's default" sentinel, so ``None`` can mean "never expire"."""
+
+    QUEUE_DEFAULT = enum.auto()
+
+
+#: "The queue's own visibility timeout": the default of ``receive``'s ``visibility_timeout``.
+QUEUE_DEFAULT: Final = Default.QUEUE_DEFAULT
+
+#: One recorded transition, ``(action, args, result, now)``: see :meth:`BaseQueue.record_trace`.
+TraceStep = tuple[str, tuple[object, ...], object, float]
+
+#: The key of ``BaseQueue._waiting`` that counts the send_batch calls waiting on ``not_full``.
+BATCH_SENDERS: Final = "send_batch"
+
+
+def check_batch(name: str, value: object) -> list[Any]:
+    """The items of a batch argument: a sequence (not a ``str``) of 1 to ``MAX_BATCH`` items,
+    copied to a list; else ``TypeError``/``ValueError`` naming ``name``."""
+    if not isinstance(value, Sequence) or isinstance(value, str | bytes | bytearray):
+        raise TypeError(f"{name} must be a list or tuple, got {type(value).__name__}")
+    items = list(value)
+    if not 1 <= len(items) <= MAX_BATCH:
+        raise ValueError(f"{name} must hold 1 to {MAX_BATCH} items, got {len(items)}")
+    return items
+
+
+def _not_a_receipt(value: object) -> TypeError:
+    # Raised by the receipt operations; the isinstance test is inline, so the good path pays
+    # no call for it.
+    return TypeError(f"receipt must be a Receipt, got {type(value).__name__}")
+
+
+class BaseQueue(Generic[T]):
+    """What :class:`impl.Queue` and :class:`impl.FifoQueue` share: every operation but the
+    sends, on a core of :attr:`core_class`. Not built directly (it has no ``send``).
+
+    Threads: the first timer (a finite deadline or a delay) starts one daemon sweeper thread;
+    a queue with neither never starts one. The sweeper holds only a weak reference to the
+    queue: a queue nobody references is collected and its sweeper ends (with a
+    ``ResourceWarning`` if it still held active messages). Close the queue (or use ``with``)
+    when done with it; ``close()`` joins the thread. The lock, the three conditions and the
+    sweeper thread come from ``clock.sync`` when the clock has that attribute (an
+    :class:`impl.sync.Sync`; else the threading module's), and every wait goes through
+    ``clock.wait``: that is the seam through which ``model_tests/schedule`` runs this very code
+    under a controlled scheduler. It is read when the queue is built, when a sweeper starts and
+    after a fork, never per operation.
+
+    Failures: every public method either takes full effect (and its notifies happen) or raises
+    and leaves the queue exactly as it was, whatever raises inside it: the clock, the trace
+    sink, the start of the sweeper thread. A failed sweep of the sweeper thread is logged
+    (logger ``impl.queue``), counted by :meth:`health` and retried after a backoff on the
+    queue's clock; a sweeper whose clock wait fails dies, is reported, and the next arm,
+    ``sweep()`` or ``health()`` starts another. A caller interrupted while it waits (an
+    exception from a signal handler) passes on the notify it may have taken, and holds the lock
+    again when the exception leaves the wait (``mutex`` is an ``RLock``).
+    """
+
+    #: The core this shell runs (a mutant's shell names a broken one).
+    core_class: ClassVar[type[Core[Any]]] = Core
+
+    def __init__(
+        self,
+        capacity: int | None = None,
+        visibility_timeout: float | None = 30.0,
+        max_receives: int | None = None,
+        delay: float = 0.0,
+        clock: Clock | None = None,
+    ) -> None:
+        """Make an empty queue, or raise ``TypeError``/``ValueError`` naming the bad argument.
+
+        ``capacity``: bound on active (delayed + visible + in-flight) messages; ``None`` is
+        unbounded and 0 accepts nothing. ``visibility_timeout``: seconds a delivery stays
+        hidden; ``None`` means deliveries never expire. ``max_receives``: a release after this
+        many deliveries dead-letters the message; ``None`` never does. ``delay``: seconds a sent
+        message stays delayed unless its send says otherwise (0: visible at once). ``clock``:
+        defaults to the real clock.
+        """
+        capacity = check_optional_int("capacity", capacity, 0)
+        self._visibility_timeout = check_optional_time("visibility_timeout", visibility_timeout)
+        max_receives = check_optional_int("max_receives", max_receives, 1)
+        self._delay = check_time("delay", delay)
+        self._clock: Clock = MonotonicClock() if clock is None else check_clock("clock", clock)
+        self._token = forking.new_token()
+        self._core: Core[T] = self.core_class(self._token, capacity, max_receives)
+
+        # An RLock, not a Lock: Condition.wait re-takes an RLock in a way that a signal handler
+        # cannot interrupt, and an RLock can never be released by a thread that does not hold
+        # it. With a Lock, a KeyboardInterrupt while re-taking it leaves the waiter outside the
+        # lock, and its ``with`` then releases a lock that another thread holds.
+        self._make_sync()
+        self._shutdown = False
+        self._closed = False
+        # The sweeper thread, while one is alive (started by the first arm), and what it shares.
+        self._sweeper: threading.Thread | None = None
+        self._link: SweeperLink | None = None
+        # How many sweeps failed or sweeper threads died, and the last error (of a sweep, a
+        # sweeper or a failed restart): what health() reports.
+        self._failures: tuple[int, BaseException | None] = (0, None)
+        # Where record_trace sends each transition; None (the default): nowhere, at no cost.
+        self._trace: Callable[[TraceStep], None] | None = None
+        # The thread now inside the trace sink, so a call back into the queue from the sink is
+        # refused (with an RLock it would otherwise re-enter a half-done transition).
+        self._sink_thread: int | None = None
+        forking.register(self)
+
+    def _make_sync(self) -> None:
+        # The lock, the three conditions (see the module docstring for who notifies each) and
+        # the count of waiters per condition, so a transition with nobody to wake skips the
+        # notify (see _notify). From the threading seam: once, not per operation.
+        sync = sync_of(self._clock)
+        self.mutex = sync.rlock()
+        self.not_empty = sync.condition(self.mutex)
+        self.not_full = sync.condition(self.mutex)
+        self.new_deadline = sync.condition(self.mutex)
+        self._waiting: dict[object, int] = {
+            self.not_empty: 0,
+            self.not_full: 0,
+            self.new_deadline: 0,
+            BATCH_SENDERS: 0,
+        }
+
+    # -- configuration ------------------------------------------------------------------------
+
+    @property
+    def clock(self) -> Clock:
+        """The clock this queue reads time from and waits on."""
+        return self._clock
+
+    @property
+    def capacity(self) -> int | None:
+        return self._core.capacity
+
+    @property
+    def visibility_timeout(self) -> float | None:
+        return self._visibility_timeout
+
+    @property
+    def max_receives(self) -> int | None:
+        return self._core.max_receives
+
+    @property
+    def delay(self) -> float:
+        """The delay of a send that gives none, in seconds."""
+        return self._delay
+
+    # -- receiving ----------------------------------------------------------------------------
+
+    def receive(
+        self,
+        *,
+        block: bool = True,
+        timeout: float | None = None,
+        visibility_timeout: float | Literal[Default.QUEUE_DEFAULT] | None = QUEUE_DEFAULT,
+    ) -> Message[T]:
+        """Deliver the next deliverable message, hiding it for a visibility timeout.
+
+        In one critical section the message becomes in flight with ``attempt + 1``, its
+        deadline is stamped (now + ``visibility_timeout``, the queue's default unless given;
+        ``None``: never expires) and armed for the sweeper, and a fresh receipt is made. When
+        nothing is deliverable, wait (``block=True``, at most ``timeout`` seconds if given) or
+        raise :class:`Empty` at once (``block=False``); :class:`Empty` also when the timeout
+        runs out. After ``shutdown()`` what is still deliverable is delivered, then
+        :class:`ShutDown` is raised. Bad arguments raise ``TypeError``/``ValueError`` before any
+        waiting. On any exception (including one from the clock, the trace sink or the start of
+        the sweeper thread) the queue is unchanged.
+        """
+        check_bool("block", block)
+        wait = check_optional_time("timeout", timeout)
+        if visibility_timeout is QUEUE_DEFAULT:
+            vt = self._visibility_timeout
+        else:
+            vt = check_optional_time("visibility_timeout", visibility_timeout)
+        if self._sink_thread is not None:
+            self._refuse_reentry("receive")
+        with self.mutex:
+            core = self._core
+            if not core.deliverable():
+                self._wait_deliverable(block, wait)
+            try:
+                if vt is None:
+                    deadline = None
+                else:
+                    deadline = check_later("visibility_timeout", self._clock.now(), vt)
+                    if self._sweeper is None:
+                        self._start_sweeper()
+                if self._trace is not None:
+                    head = core.heads(1)[0]
+                    self._record("receive", (vt,), (head.id, head.attempt + 1, deadline))
+            except BaseException:
+                # A notify may have woken us for the message we leave deliverable: pass it on,
+                # so no other receiver sleeps beside it (see _wait).
+                self._notify(self.not_empty)
+                raise
+            # commit
+            rec = core.deliver(deadline)
+            if deadline is not None:
+                self._aim(deadline)
+            core.check()
+            return rec.message()
+
+    def receive_batch(
+        self,
+        max_messages: int = MAX_BATCH,
+        *,
+        block: bool = True,
+        timeout: float | None = None,
+        visibility_timeout: float | Literal[Default.QUEUE_DEFAULT] | None = QUEUE_DEFAULT,
+    ) -> list[Message[T]]:
+        """Deliver up to ``max_messages`` (1 to 10) deliverable messages in one atomic step.
+
+        Each is delivered as by :meth:`receive`, all with the same deadline (now +
+        ``visibility_timeout``), in the core's delivery order (a standard queue: FIFO order;
+        a FIFO queue: the first unlocked group's visible messages in send order, then the next
+        group's). Waits, like :meth:`receive`, until at least one message is deliverable
+        (``block``, ``timeout``, :class:`Empty`, :class:`ShutDown` as there); never waits for
+        more than one. ``max_messages`` outside 1..10 is a ``ValueError`` (not an int:
+        ``TypeError``), before any waiting.
+        """
+        n = check_int("max_messages", max_messages, 1)
+        if n > MAX_BATCH:
+            raise ValueError(f"max_messages must be <= {MAX_BATCH}, got {n!r}")
+        check_bool("block", block)
+        wait = check_optional_time("timeout", timeout)
+        if visibility_timeout is QUEUE_DEFAULT:
+            vt = self._visibility_timeout
+        else:
+            vt = check_optional_time("visibility_timeout", visibility_timeout)
+        if self._sink_thread is not None:
+            self._refuse_reentry("receive_batch")
+        with self.mutex:
+            core = self._core
+            if not core.deliverable():
+                self._wait_deliverable(block, wait)
+            try:
+                now = None
+                deadline = None
+                if vt is not None:
+                    now = self._clock.now()
+                    deadline = check_later("visibility_timeout", now, vt)
+                    if self._sweeper is None:
+                        self._start_sweeper()
+                if self._trace is not None:
+                    result = tuple((r.id, r.attempt + 1, deadline) for r in core.heads(n))
+                    self._record("receive_batch", (n, vt), result, now)
+            except BaseException:
+                self._notify(self.not_empty)  # pass on a notify we may have taken (see _wait)
+                raise
+            # commit
+            recs = core.deliver_batch(n, deadline)
+            if deadline is not None:
+                for _ in recs:  # one aim per deadline armed, as that many receives would
+                    self._aim(deadline)
+            core.check()
+            return [rec.message() for rec in recs]
+
+    # -- acting on a delivery -----------------------------------------------------------------
+
+    def delete(self, receipt: Receipt) -> bool:
+        """Acknowledge a delivery: if ``receipt`` is live the message is done and ``True``.
+
+        Otherwise (stale, future or foreign receipt, unknown or finished message) ``False`` and
+        the queue is unchanged. Works after shutdown and close. ``TypeError`` if ``receipt`` is
+        not a :class:`Receipt`.
+        """
+        if not isinstance(receipt, Receipt):
+            raise _not_a_receipt(receipt)
+        if self._sink_thread is not None:
+            self._refuse_reentry("delete")
+        with self.mutex:
+            core = self._core
+            rec = core.to_delete(receipt)
+            if self._trace is not None:
+                self._record("delete", (receipt.id, receipt.attempt), rec is not None)
+            if rec is None:
+                return False
+            self._wake(core.delete(rec))
+            core.check()
+            return True
+
+    def delete_batch(self, receipts: Sequence[Receipt]) -> list[bool]:
+        """Delete with 1 to 10 receipts in one atomic step: each as :meth:`delete`, in order.
+
+        A receipt repeated in the batch gives ``False`` the second time (its message is done by
+        then). ``TypeError``/``ValueError`` naming the argument or the item (``receipts[1]``)
+        for a batch that is not a sequence of 1 to 10 :class:`Receipt`.
+        """
+        batch = check_batch("receipts", receipts)
+        for i, r in enumerate(batch):
+            if not isinstance(r, Receipt):
+                raise TypeError(f"receipts[{i}] must be a Receipt, got {type(r).__name__}")
+        if self._sink_thread is not None:
+            self._refuse_reentry("delete_batch")
+        with self.mutex:
+            core = self._core
+            recs = core.to_delete_batch(batch)
+            results = [rec is not None for rec in recs]
+            if self._trace is not None:
+                self._record(
+                    "delete_batch", tuple((r.id, r.attempt) for r in batch), tuple(results)
+                )
+            # commit
+            for rec in recs:
+                if rec is not None:
+                    self._wake(core.delete(rec))
+            core.check()
+            return results
+
+    def retry(self, receipt: Receipt) -> bool:
+        """Give a live delivery back at once: *release* it (see :meth:`change_visibility`).
+
+        ``True`` if ``receipt`` was live; otherwise ``False`` and the queue is unchanged.
+        """
+        if not isinstance(receipt, Receipt):
+            raise _not_a_receipt(receipt)
+        if self._sink_thread is not None:
+            self._refuse_reentry("retry")
+        with self.mutex:
+            core = self._core
+            rec = core.live(receipt)
+            if self._trace is not None:
+                self._record("retry", (receipt.id, receipt.attempt), rec is not None)
+            if rec is None:
+                return False
+            self._wake(core.retry(rec))
+            core.check()
+            return True
+
+    def change_visibility(self, receipt: Receipt, timeout: float) -> bool:
+        """Set a live delivery's deadline to now + ``timeout`` (from now, not added to the old).
+
+        ``timeout == 0`` *releases* the message at once: it is dead-lettered if ``max_receives``
+        is set and reached, else it is visible again (a standard queue: at the tail; a FIFO
+        queue: in its place in send order), keeping its attempt. ``True`` if ``receipt`` was
+        live; otherwise ``False`` and the queue is unchanged. ``timeout`` must be a finite
+        number >= 0 (``TypeError``/``ValueError`` otherwise).
+        """
+        if not isinstance(receipt, Receipt):
+            raise _not_a_receipt(receipt)
+        t = check_time("timeout", timeout)
+        if self._sink_thread is not None:
+            self._refuse_reentry("change_visibility")
+        with self.mutex:
+            core = self._core
+            rec = core.live(receipt)
+            if rec is None:
+                if self._trace is not None:
+                    self._record("change_visibility", (receipt.id, receipt.attempt, t), False)
+                return False
+            if t == 0:
+                if self._trace is not None:
+                    self._record("change_visibility", (rec.id, rec.attempt, t), None)
+                self._wake(core.release(rec))
+            else:
+                now = self._clock.now()
+                deadline = check_later("timeout", now, t)
+                if self._sweeper is None:
+                    self._start_sweeper()
+                if self._trace is not None:
+                    self._record("change_visibility", (rec.id, rec.attempt, t), deadline, now)
+                self._aim(core.extend(rec, t, now))
+            core.check()
+            return True
+
+    def change_visibility_batch(self, changes: Sequence[tuple[Receipt, float]]) -> list[bool]:
+        """Apply 1 to 10 ``(receipt, timeout)`` changes in one atomic step: each as
+        :meth:`change_visibility`, in order, all from the same now.
+
+        A change whose receipt an earlier change of the batch made stale (by releasing its
+        message with timeout 0) gives ``False``. ``TypeError``/``ValueError`` naming the
+        argument or the item (``changes[1].timeout``) for a batch that is not a sequence of 1 to
+        10 pairs of a :class:`Receipt` and a finite timeout >= 0.
+        """
+        batch = check_batch("changes", changes)
+        checked: list[tuple[Receipt, float]] = []
+        for i, c in enumerate(batch):
+            if not isinstance(c, tuple) or len(c) != 2:
+                raise TypeError(
+                    f"changes[{i}] must be a (receipt, timeout) pair, got {type(c).__name__}"
+                )
+            receipt, timeout = c
+            if not isinstance(receipt, Receipt):
+                raise TypeError(
+                    f"changes[{i}].receipt must be a Receipt, got {type(receipt).__name__}"
+                )
+            checked.append((receipt, check_time(f"changes[{i}].timeout", timeout)))
+        if self._sink_thread is not None:
+            self._refuse_reentry("change_visibility_batch")
+        with self.mutex:
+            core = self._core
+            # The guards, as if the changes before each had been applied: only a release
+            # (timeout 0) ends a receipt's life within the batch.
+            recs: list[Record[T] | None] = []
+            released: set[str] = set()
+            for receipt, t in checked:
+                rec = core.live(receipt)
+                if rec is not None and rec.id in released:
+                    rec = None
+                elif rec is not None and t == 0:
+                    released.add(rec.id)
+                recs.append(rec)
+            extends = any(rec is not None and t for rec, (_, t) in zip(recs, checked, strict=True))
+            now = self._clock.now() if extends else None
+            results: list[float | bool | None] = []
+            for i, (rec, (_, t)) in enumerate(zip(recs, checked, strict=True)):
+                if rec is None:
+                    results.append(False)
+                elif t == 0:
+                    results.append(None)
+                else:
+                    assert now is not None
+                    results.append(check_later(f"changes[{i}].timeout", now, t))
+            if extends and self._sweeper is None:
+                self._start_sweeper()
+            if self._trace is not None:
+                self._record(
+                    "change_visibility_batch",
+                    tuple((r.id, r.attempt, t) for r, t in checked),
+                    tuple(results),
+                    now,
+                )
+            # commit: each change in order
+            for rec, (_, t) in zip(recs, checked, strict=True):
+                if rec is None:
+                    continue
+                if t == 0:
+                    self._wake(core.release(rec))
+                else:
+                    assert now is not None
+                    self._aim(core.extend(rec, t, now))
+            core.check()
+            return [rec is not None for rec in recs]
+
+    # -- acting on messages -------------------------------------------------------------------
+
+    def cancel(self, id: str) -> bool:
+        """Cancel a delayed, visible or in-flight message: ``True``, its receipt (if any) dies, and
+        capacity is freed.
+
+        The other visible messages keep their order. For an unknown id or a finished message,
+        ``False`` and the queue is unchanged. ``TypeError``/``ValueError`` for a malformed id.
+        """
+        id = check_id("id", id)
+        if self._sink_thread is not None:
+            self._refuse_reentry("cancel")
+        with self.mutex:
+            core = self._core
+            if self._trace is not None:
+                self._record("cancel", (id,), core.is_active(id))
+            wake = core.cancel(id)
+            if wake is None:
+                return False
+            self._wake(wake)
+            core.check()
+            return True
+
+    def purge(self) -> int:
+        """Cancel every active message (delayed, visible and in flight) in one atomic step.
+
+        Every live receipt dies, every timer is dropped, and every slot is freed (waking the
+        blocked senders); dead letters, done and cancelled messages are untouched, and the ids
+        stay reserved. Returns how many messages were purged. Works after shutdown and close.
+        """
+        if self._sink_thread is not None:
+            self._refuse_reentry("purge")
+        with self.mutex:
+            core = self._core
+            if self._trace is not None:
+                self._record("purge", (), core.active())
+            count = core.purge()
+            self._wake((0, count))
+            core.check()
+            return count
+
+    def receipt(self, id: str, attempt: int) -> Receipt:
+        """The receipt that names delivery ``attempt`` of message ``id`` on this queue.
+
+        This is how the job-queue API acts by ``(id, attempt)``. The receipt is live only if
+        that delivery is the one in flight; attempt 0 names no delivery and is never live.
+        ``TypeError``/``ValueError`` for a malformed id or an attempt that is not an int >= 0.
+        """
+        return Receipt(self._token, check_id("id", id), check_int("attempt", attempt, 0))
+
+    def sweep(self) -> None:
+        """Fire every timer due now: release each in-flight message whose deadline <= now, and
+        make each delayed message whose ``visible_at`` <= now visible.
+
+        In order of due time, ties in the order the timers were started, as one atomic step (if
+        the clock or the trace sink raises, nothing of this sweep happens). This is what the
+        sweeper thread runs; call it directly after advancing a fake clock. It also restarts a
+        sweeper thread that died (see :meth:`health`).
+        """
+        if self._sink_thread is not None:
+            self._refuse_reentry("sweep")
+        with self.mutex:
+            now = self._clock.now()
+            if self._sweeper is None and len(self._core.timers) and not self._closed:
+                self._start_sweeper()  # before the sweep commits: a failed start changes nothing
+            self._expire(now)
+            self._core.check()
+
+    def record_trace(self, sink: Callable[[TraceStep], None] | None) -> None:
+        """From now on pass every transition to ``sink``, for trace validation; ``None`` stops.
+
+        Each call that returns (not one that raises) is passed as ``(action, args, result, now)``:
+        ``("send", (id, delay), True, now)`` (delay 0.0 for an immediate send),
+        ``("send_batch", (ids, delays), True, now)``, ``("receive", (vt,), (id, attempt,
+        deadline), now)``, ``("receive_batch", (n, vt), ((id, attempt, deadline), ...), now)``,
+        ``("delete", (id, attempt), ok, now)``, ``("delete_batch", ((id, attempt), ...), (ok,
+        ...), now)``, ``("retry", (id, attempt), ok, now)``, ``("change_visibility", (id,
+        attempt, timeout), result, now)`` with result ``False`` (not live), the new deadline, or
+        ``None`` (released), ``("change_visibility_batch", ((id, attempt, timeout), ...),
+        (result, ...), now)``, ``("cancel", (id,), ok, now)``, ``("purge", (), count, now)``,
+        and one ``("expire", (), id, now)`` per timer a sweep fires (a deadline or a delay: the
+        message's state tells which), ``now`` being the sweep's time. (A FIFO queue's sends
+        carry more: see ``impl.FifoQueue.send``.)
+        ``sink`` is called inside the transition's critical section, after everything else that
+        can fail and just before the change is applied, so the order of the calls is the order
+        in which the transitions took effect (their linearization order). A sink that raises
+        vetoes its transition: the queue is left unchanged and the exception propagates (for a
+        sweep, no release of that sweep happens). The sink must be quick, and must not call the
+        queue: any call from inside the sink raises ``RuntimeError``. Off by default, and then
+        each transition pays one ``is None`` test. ``tla/trace.py`` checks a recorded trace
+        against ``tla/Queue.tla``. ``TypeError`` if ``sink`` is neither callable nor ``None``.
+        """
+        if sink is not None:
+            check_callable("sink", sink)
+        if self._sink_thread is not None:
+            self._refuse_reentry("record_trace")
+        with self.mutex:
+            self._trace = sink
+
+    # -- observation --------------------------------------------------------------------------
+
+    def dead_letters(self) -> list[Message[T]]:
+        """The dead-lettered messages, in the order they died, each with its last attempt (and,
+        on a FIFO queue, its group)."""
+        if self._sink_thread is not None:
+            self._refuse_reentry("dead_letters")
+        with self.mutex:
+            return [r.message() for r in self._core.dead]
+
+    def stats(self) -> Stats:
+        """How many messages are visible, in flight, done, cancelled and dead, atomically."""
+        if self._sink_thread is not None:
+            self._refuse_reentry("stats")
+        with self.mutex:
+            core = self._core
+            return Stats(
+                visible=len(core.visible),
+                in_flight=len(core.in_flight),
+                done=len(core.done),
+                cancelled=len(core.cancelled),
+                dead=len(core.dead),
+                delayed=len(core.delayed),
+            )
+
+    def snapshot(self) -> Snapshot[T]:
+        """The whole observable state, taken atomically (see :class:`Snapshot`; a FIFO queue's
+        has each message's ``group`` and ``sent`` and the queue's dedup records)."""
+        if self._sink_thread is not None:
+            self._refuse_reentry("snapshot")
+        with self.mutex:
+            core = self._core
+            return Snapshot(
+                visible=tuple(r.snapshot() for r in core.visible.values()),
+                in_flight=tuple(r.snapshot() for r in core.in_flight.values()),
+                dead=tuple(r.snapshot() for r in core.dead),
+                done=frozenset(core.done),
+                cancelled=frozenset(core.cancelled),
+                delayed=tuple(r.delayed_snapshot() for r in core.delayed.values()),
+                dedup=core.dedup_records(),
+            )
+
+    def health(self) -> Health:
+        """Whether expiry is working, atomically (see :class:`Health`).
+
+        Failed sweeps and sweeper deaths are counted here (and were logged at ERROR on the
+        ``impl.queue`` logger). If timers are armed and no sweeper is alive, this starts one
+        first, so asking is also a way to resume expiry; if that start fails, its exception is
+        reported as ``last_error`` rather than raised.
+        """
+        if self._sink_thread is not None:
+            self._refuse_reentry("health")
+        with self.mutex:
+            armed = self._core.next_due() is not None
+            if self._sweeper is None and armed and not self._closed:
+                try:
+                    self._start_sweeper()
+                except Exception as e:
+                    self._failures = (self._failures[0], e)
+            return Health(
+                sweeper_running=self._sweeper is not None,
+                sweeper_failures=self._failures[0],
+                last_error=self._failures[1],
+                expiry_stalled=armed and not self._closed and self._sweeper is None,
+            )
+
+    # -- lifecycle ----------------------------------------------------------------------------
+
+    def shutdown(self) -> None:
+        """Refuse new sends; let receives drain what is deliverable; wake every blocked caller.
+
+        After this, ``send`` raises :class:`ShutDown`, ``receive`` delivers what is still
+        deliverable and then raises :class:`ShutDown`, and blocked callers wake at once to do
+        so. ``delete``, ``retry``, ``change_visibility`` and ``cancel`` keep working, and expiry
+        keeps being applied (by the sweeper until ``close()``, by ``sweep()`` always), so work
+        held by a consumer that dies is still released, and delivered to a receive that comes
+        in time. Idempotent.
+        """
+        if self._sink_thread is not None:
+            self._refuse_reentry("shutdown")
+        with self.mutex:
+            self._shutdown = True
+            self.not_empty.notify_all()
+            self.not_full.notify_all()
+            self.new_deadline.notify_all()
+
+    def close(self) -> None:
+        """``shutdown()``, then stop the sweeper thread and join it. Idempotent.
+
+        After this no thread of the queue runs; timers still armed are applied only by an
+        explicit ``sweep()``. Must not be called while holding ``mutex``.
+        """
+        if self._sink_thread is not None:
+            self._refuse_reentry("close")
+        self.shutdown()
+        with self.mutex:
+            self._closed = True
+            if self._link is not None:
+                self._link.stopped = True
+            self.new_deadline.notify_all()
+            sweeper = self._sweeper
+        if sweeper is not None and sweeper is not threading.current_thread():
+            sweeper.join()
+            with self.mutex:
+                if self._sweeper is sweeper:
+                    self._sweeper = self._link = None
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        # Collected while never closed: end the sweeper (it holds only a weak reference to
+        # us) and warn if work was lost with us, as an unclosed file does.
+        link = getattr(self, "_link", None)
+        core = getattr(self, "_core", None)
+        if not getattr(self, "_closed", True) and core is not None:
+            active = core.active()
+            if active:
+                warnings.warn(
+                    f"unclosed impl.Queue (token {self._token}) with {active} active messages",
+                    ResourceWarning,
+                    source=self,
+                    stacklevel=1,
+                )
+        if link is not None:
+            link.stopped = True
+            with link.mutex:
+                link.cond.notify_all()
+
+    def __repr__(self) -> str:
+        return (
+            f"Queue(capacity={self.capacity!r}, visibility_timeout={self._visibility_timeout!r},"
+            f" max_receives={self.max_receives!r}, delay={self._delay!r}, clock={self._clock!r})"
+        )
+
+    # -- shell seams, each called with mutex held ---------------------------------------------
+
+    def _wake(self, wake: Wake) -> None:
+        """Wake whom a core step enabled: ``(receivers, senders)``, that many of each at most."""
+        receivers, senders = wake
+        if receivers:
+            if receivers == 1:
+                self._notify(self.not_empty)
+            else:
+                for _ in range(min(receivers, self._waiting[self.not_empty])):
+                    self._notify(self.not_empty)
+        if senders:
+            if senders == 1:
+                self._notify(self.not_full)
+            else:
+                for _ in range(min(senders, self._waiting[self.not_full])):
+                    self._notify(self.not_full)
+
+    def _notify(self, cond: threading.Condition) -> None:
+        """Wake one waiter of ``cond``, if any: every wakeup of a transition comes through here.
+
+        While a ``send_batch`` waits on ``not_full``, wake every sender instead: one notify
+        might reach the batch, which may need more than the one slot it stands for, while a
+        single send that could take the slot sleeps on.
+        """
+        # Condition.notify costs about 0.3 µs even with no waiter (it tests that the caller
+        # owns the lock by trying to take it); most transitions have no one to wake.
+        if self._waiting[cond]:
+            if cond is self.not_full and self._waiting[BATCH_SENDERS]:
+                cond.notify_all()
+            else:
+                cond.notify()
+
+    def _wait(self, cond: threading.Condition, deadline: float | None) -> None:
+        """Wait on ``cond`` through the clock, counted in ``_waiting`` while waiting.
+
+        A waiter that leaves by an exception (a signal handler's KeyboardInterrupt, a failing
+        clock) may have taken a notify meant for someone: it passes one on before the exception
+        propagates, so no other waiter sleeps beside what it was woken for. (A spurious wakeup
+        costs the other waiter one check of its predicate.)
+        """
+        self._waiting[cond] += 1
+        try:
+            self._clock.wait(cond, deadline)
+        except BaseException:
+            self._waiting[cond] -= 1
+            self._notify(cond)
+            raise
+        self._waiting[cond] -= 1
+
+    def _wait_deliverable(self, block: bool, wait: float | None) -> None:
+        """Receive's wait: return once the core has a deliverable message, or raise
+        :class:`ShutDown` (after ``shutdown()``), :class:`Empty` (at once if not ``block``, or
+        once ``wait`` seconds have passed); waits on ``not_empty``."""
+        core = self._core
+        endtime = None if wait is None else check_later("timeout", self._clock.now(), wait)
+        while not core.deliverable():
+            word = core.ready_word
+            if self._shutdown:
+                raise ShutDown(f"receive on a shut-down queue with nothing {word}")
+            if not block:
+                raise Empty(f"no message is {word}")
+            if endtime is not None and self._clock.now() >= endtime:
+                raise Empty(f"no message became {word} within {wait} seconds")
+            self._wait(self.not_empty, endtime)
+
+    def _wait_for_room(
+        self,
+        op: Literal["send", "send_batch"],
+        need: Callable[[], int],
+        block: bool,
+        endtime: float | None,
+        wait: float | None,
+    ) -> int:
+        """Wait until the send ``op`` may go ahead; return how many messages it takes room for
+        (0: none, it was settled while it waited; for a batch, what ``core.accepts`` granted).
+
+        Every round (the first at once, then after each wake-up on ``not_full``): raise
+        :class:`ShutDown` after shutdown; call ``need()``, which raises what ends the send (an
+        id accepted meanwhile: see :meth:`_unclaimed`) and returns how many messages still need
+        room (a FIFO send that became a duplicate needs none); return once they fit
+        (``core.has_room`` for one ``send``, ``core.accepts(n)`` for a batch, which is whole or
+        nothing), else raise :class:`Full` (at once without ``block``, or once ``endtime`` has
+        passed) or wait for room. Every send of every queue type waits here.
+        """
+        batch = op == "send_batch"
+        core = self._core
+        while True:
+            if self._shutdown:
+                raise ShutDown(f"{op} on a queue that has been shut down")
+            n = need()
+            if not n:
+                return 0
+            if batch:
+                k = core.accepts(n)  # how many the core lets in: all n, or none
+                if k:
+                    return k
+            elif core.has_room():
+                return n
+            if not block:
+                raise Full(
+                    f"the queue has no room for {n} more messages"
+                    if batch
+                    else "the queue is at capacity"
+                )
+            if endtime is not None and self._clock.now() >= endtime:
+                raise Full(
+                    f"no room for {n} messages within {wait} seconds"
+                    if batch
+                    else f"no room within {wait} seconds"
+                )
+            if not batch:
+                self._wait(self.not_full, endtime)
+                continue
+            # Counted, so that _notify wakes every sender while a batch may need several slots.
+            self._waiting[BATCH_SENDERS] += 1
+            try:
+                self._wait(self.not_full, endtime)
+            finally:
+                self._waiting[BATCH_SENDERS] -= 1
+
+    def _unclaimed(self, op: str, named: Sequence[tuple[str, str]], n: int) -> int:
+        """``n``, unless one of the ``(label, id)`` pairs was accepted while ``op`` waited:
+        then :class:`DuplicateIdError` naming the first. A notify meant for a sender may have
+        woken this one: it is passed on first, so no sender with a fresh id sleeps beside a
+        free slot."""
+        accepted = self._core.accepted
+        for label, id in named:
+            if id in accepted:
+                if self._core.has_room():
+                    self._notify(self.not_full)
+                raise DuplicateIdError(f"{label} {id!r} was accepted while this {op} waited")
+        return n
+
+    def _aim(self, due: float) -> None:
+        """A timer due at ``due`` was just armed: wake the sweeper if it sleeps until later
+        (after ``close()`` there is no sweeper to wake)."""
+        link = self._link
+        if link is not None and (link.target is None or due < link.target):
+            self._notify(self.new_deadline)
+
+    def _sleep_until(self) -> float | None:
+        """The time the sweeper sleeps until after a round: the earliest timer's due time
+        (``None``, no timer: until notified)."""
+        return self._core.next_due()
+
+    def _expire(self, now: float) -> None:
+        """The sweep, one transition: every timer due at ``now`` or before, in the one timer
+        order, is traced, then fired by the core (``Core.fire``), waking whom each enabled.
+        If the sink raises, the timers are put back and nothing fires."""
+        core = self._core
+        due = core.due(now)
+        if not due:
+            return
+        if self._trace is not None:
+            try:
+                for _, rec in due:
+                    self._record("expire", (), rec.id, now)
+            except BaseException:
+                core.undo_due(due)
+                raise
+        for timer, rec in due:
+            self._wake(core.fire(timer, rec))
+
+    # -- internals ----------------------------------------------------------------------------
+
+    def _check(self) -> None:
+        """Cheap (O(1)) assertions of the invariants (``Core.check``)."""
+        self._core.check()
+
+    def _record(
+        self, action: str, args: tuple[object, ...], result: object, now: float | None = None
+    ) -> None:
+        """Pass one transition to the trace sink (called only while recording, before the
+        transition's commit: if the clock or the sink raises, the transition is vetoed)."""
+        sink = self._trace
+        assert sink is not None
+        step = (action, args, result, self._clock.now() if now is None else now)
+        self._sink_thread = threading.get_ident()
+        try:
+            sink(step)
+        finally:
+            self._sink_thread = None
+
+    def _refuse_reentry(self, method: str) -> None:
+        """Raise if this thread is inside the trace sink: the transition that called the sink
+        holds the lock half-done, so re-entering (an RLock would let it) must not happen."""
+        if self._sink_thread == threading.get_ident():
+            raise RuntimeError(
+                f"Queue.{method}() called from inside the queue's trace sink: a sink must not "
+                "call the queue it records"
+            )
+
+    def _start_sweeper(self) -> None:
+        """Start the sweeper thread (none is alive and the queue is not closed), or raise and
+        change nothing: called before a transition commits, so a failed start vetoes it."""
+        if self._closed:
+            return  # no thread outlives close(): from now on only sweep() expires
+        link = SweeperLink(self.mutex, self.new_deadline, self._clock, self._waiting)
+        thread = sync_of(self._clock).thread(
+            sweep_forever, (weakref.ref(self), link), f"impl.Queue-{self._token}-sweeper"
+        )
+        thread.start()  # may raise RuntimeError("can't start new thread"): nothing changed
+        self._sweeper, self._link = thread, link
+
+    def _sweep_round(self) -> float | None:
+        """One round of the sweeper thread: expire what is due, and return the time to sleep
+        until (``None``: until notified)."""
+        self._expire(self._clock.now())
+        self._core.check()
+        return self._sleep_until()
+
+    def _sweep_failed(self, error: Exception, retry_at: float) -> None:
+        """A round of the sweeper thread raised ``error`` (and changed nothing): report it; the
+        sweeper tries again at ``retry_at`` on the queue's clock, or when a timer is armed
+        earlier."""
+        self._failures = (self._failures[0] + 1, error)
+        log.error(
+            "impl.Queue %d: a sweep of the sweeper thread failed; it retries at %r on the "
+            "queue's clock, or sooner if an earlier timer is armed",
+            self._token,
+            retry_at,
+            exc_info=error,
+        )
+
+    def _sweeper_died(self, link: SweeperLink, error: BaseException) -> None:
+        """The sweeper thread of ``link`` ends with ``error``: report it and let the next arm,
+        ``sweep()`` or ``health()`` start another."""
+        if self._link is link:
+            self._sweeper = self._link = None
+        self._failures = (self._failures[0] + 1, error)
+        log.error(
+            "impl.Queue %d: the sweeper thread died; expiry stalls until the next receive "
+            "with a visibility timeout, change_visibility, sweep() or health()",
+            self._token,
+            exc_info=error,
+        )
+
+    def _reinit_after_fork(self) -> None:
+        """In a child process: fresh lock and conditions (the parent's may be held by threads
+        that do not exist here), no waiters, no sweeper (the next arm starts one)."""
+        self._make_sync()
+        self._sweeper = self._link = None
+        self._sink_thread = None
+        if len(self._core.timers) and not self._closed:
+            # Deliveries in flight at the fork still expire in the child.
+            try:
+                self._start_sweeper()
+            except Exception as e:  # reported by health(); the next arm tries again
+                self._failures = (self._failures[0], e)

@@ -1,0 +1,71 @@
+"""The timer heap of one queue: delays and visibility deadlines in the contract's one timer order.
+
+A queue has two kinds of timer: a delayed message's ``visible_at`` and a delivery's deadline.
+Both live in one heap of :class:`Timer` entries ordered by ``(due, seq)``: by due time, ties in
+the order the timers were started (one counter for both kinds). That is exactly the order in
+which the contract's ``expire`` fires them (``tla/Queue.tla``'s ``Expire``, ``spec.expire``).
+
+The heap may hold stale entries (a delivery deleted, released or re-armed, a delay cancelled):
+removing from the middle of a heap is O(n), so an entry is left in place and skipped when it
+reaches the top; the owner says which entries are still current. When stale entries outnumber
+live ones the owner rebuilds the heap (:meth:`Timers.rebuild`), which keeps every push O(log n)
+amortized. This module knows nothing about messages: no lock, no clock, no thread.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Iterable
+from typing import NamedTuple
+
+
+class Timer(NamedTuple):
+    """One timer: due at ``due``; ``seq``, its place in start order; the message ``id``; and
+    ``attempt``, the delivery whose deadline it is (>= 1), or 0 for a delayed message's
+    ``visible_at``. Tuples order field by field, so the heap order is (due, seq) and total:
+    two timers never share a ``seq``."""
+
+    due: float
+    seq: int
+    id: str
+    attempt: int
+
+    @property
+    def is_delay(self) -> bool:
+        """Whether this is a delayed message's ``visible_at`` (else a delivery's deadline)."""
+        return not self.attempt
+
+
+class Timers:
+    """A heap of :class:`Timer` entries, earliest first.
+
+    Only the queue's core touches it, with the queue's lock held.
+    """
+
+    __slots__ = ("heap",)
+
+    def __init__(self) -> None:
+        self.heap: list[Timer] = []
+
+    def __len__(self) -> int:
+        return len(self.heap)
+
+    def push(self, timer: Timer) -> None:
+        heapq.heappush(self.heap, timer)
+
+    def first(self) -> Timer | None:
+        """The earliest entry, current or stale, or ``None`` when empty."""
+        return self.heap[0] if self.heap else None
+
+    def pop(self) -> Timer:
+        """Remove and return the earliest entry (the heap must not be empty)."""
+        return heapq.heappop(self.heap)
+
+    def clear(self) -> None:
+        self.heap.clear()
+
+    def rebuild(self, current: Iterable[Timer]) -> None:
+        """Replace every entry by ``current``: the owner's live timers, stale ones dropped."""
+        heap = list(current)
+        heapq.heapify(heap)
+        self.heap = heap
