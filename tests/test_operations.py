@@ -39,8 +39,8 @@ from model_tests.linearizability import (
     signatures,
     validate_operation,
 )
+from model_tests.lockstep import QueueMachine
 from model_tests.scenario_format import Invoke, ScenarioError, op_table, parse_op
-from model_tests.tests.test_lockstep import QueueMachine
 from spec.explore import Bounds, action_labels, explore
 from spec.operations import REGISTRY, Arg, Kind, Registry, Result
 from spec.operations import Operation as Declared

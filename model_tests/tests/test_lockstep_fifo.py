@@ -1,11 +1,12 @@
 """Lockstep model-based test of FIFO queues: ``impl.FifoQueue`` and the spec with
 ``Config(fifo=True)`` driven by the same random operations (contract section 2b, issue 15).
 
-:class:`FifoMachine` is the lockstep machine of ``test_lockstep.py`` (its pairs, receipts
-bundle, clock rules, whole-state comparison and invariants) with FIFO queues: ``send`` and
-``send_batch`` draw a group and, half the time, a dedup id (an ``enqueue_batch`` never repeats
-one: that is an invalid batch), the queues get a short ``dedup_interval`` so that windows end
-within a run, and the clock rules (``advance``, ``tick``) also aim at the end of a dedup window.
+:class:`FifoMachine` is the lockstep machine of :mod:`model_tests.lockstep` (its pairs,
+receipts bundle, clock rules, whole-state comparison and invariants) with FIFO queues: ``send``
+and ``send_batch`` draw a group and, half the time, a dedup id (an ``enqueue_batch`` never
+repeats one: that is an invalid batch), the queues get a short ``dedup_interval`` so that
+windows end within a run, and the clock rules (``advance``, ``tick``) also aim at the end of a
+dedup window.
 ``receive``, ``receive_batch``, ``delete``, ``retry``, ``change_visibility``, their batches,
 ``cancel`` and ``purge`` are the inherited rules: the same calls on both sides, now on FIFO
 queues, where the whole-state comparison after every step checks the group lock, the order of
@@ -30,8 +31,8 @@ from hypothesis.stateful import initialize, invariant, rule
 
 import impl
 import spec
+from model_tests.lockstep import IDS, PAIRS, QueueMachine, batch_sizes, bodies, pairs
 from model_tests.projection import to_state, with_fifo_fields
-from model_tests.tests.test_lockstep import IDS, PAIRS, QueueMachine, batch_sizes, bodies, pairs
 from spec.invariants import batch_atomic, dedup_window_step
 
 GROUPS: Final = ("g", "h")
@@ -48,7 +49,7 @@ class FifoMachine(QueueMachine):
         vt=st.sampled_from((None, 1.0, 2.0, 3.5)),
         max_receives=st.none() | st.integers(1, 3),
         delay=st.sampled_from((0.0, 0.0, 0.0, 1.0)),
-        dedup_interval=st.sampled_from((1.0, 2.0, 300.0)),
+        dedup_interval=st.sampled_from((1.0, 2.0, spec.DEDUP_INTERVAL)),
     )
     def create_queues(
         self,
@@ -56,7 +57,7 @@ class FifoMachine(QueueMachine):
         vt: float | None,
         max_receives: int | None,
         delay: float = 0.0,
-        dedup_interval: float = 300.0,
+        dedup_interval: float = spec.DEDUP_INTERVAL,
     ) -> None:
         self.config = spec.Config(
             capacity=capacity,
