@@ -180,12 +180,11 @@ class BaseQueue(Generic[T]):
         self.not_empty = sync.condition(self.mutex)
         self.not_full = sync.condition(self.mutex)
         self.new_deadline = sync.condition(self.mutex)
-        self._waiting: dict[object, int] = {
-            self.not_empty: 0,
-            self.not_full: 0,
-            self.new_deadline: 0,
-            BATCH_SENDERS: 0,
-        }
+        self._waiting = self._new_waiting()
+
+    def _new_waiting(self) -> dict[object, int]:
+        # Waiters per condition, and how many of the not_full ones are send_batch calls.
+        return {self.not_empty: 0, self.not_full: 0, self.new_deadline: 0, BATCH_SENDERS: 0}
 
     # -- configuration ------------------------------------------------------------------------
 

@@ -1,22 +1,23 @@
 """The mutant catalogue: every pitfall of the first seed and the classic bugs, as broken queues.
 
-Each mutant is a subclass of ``impl.Queue`` that overrides one of its hooks (the small steps its
-transitions are built from: see "Hooks for subclasses" in ``impl.Queue``'s docstring) with a
-few lines that have exactly one bug in them, named and explained in its docstring: what the bug
-is, why it is wrong, and which of the project's checks catch it. A mutant imports no private
-name of ``impl.queue``; when the real step changes, the mutant changes with it.
+Each mutant is a subclass of ``impl.Queue`` (or ``impl.FifoQueue``) with exactly one bug in a
+few lines, named and explained in its docstring: what the bug is, why it is wrong, and which of
+the project's checks catch it. Most bugs are in a step of the core: the mutant is then a core
+class (``XCore``, a subclass of ``impl.core.Core`` or ``impl.fifo_core.FifoCore`` overriding one
+step) and a shell that names it (``core_class = XCore``). The others override one of the
+shell's named seams (``impl/shell.py``: ``_wait_for_room``, ``_sleep_until``, ``_notify``,
+``_wait``). A broken core that needs something of its shell (a window with the lock released, a
+clock) is handed it by its shell's constructor. A mutant imports no private name of ``impl``;
+when the real step changes, the mutant changes with it.
 ``model_tests/tests/test_mutants.py`` runs those checks on every mutant and asserts that they fail,
 with the failure they should give, and that the same checks pass on ``impl.Queue``. So the
-catalogue is teaching material (read a mutant beside the method it breaks) and the proof that
+catalogue is teaching material (read a mutant beside the step it breaks) and the proof that
 the checks have teeth.
 
 Every mutant takes the constructor arguments of ``impl.Queue`` (``capacity``,
 ``visibility_timeout``, ``max_receives``, ``delay``, ``clock``), so any test that can build a
-queue can build a mutant instead: ``MUTANTS`` maps each name to its class. Mutants touch the queue's
-private state exactly as ``impl.Queue``'s own hooks do, under ``self.mutex``; they are
-deliberately broken, but never in more than the one way they are named after. (A hook they
-replace whole does not call ``Queue.record_trace``'s sink: trace validation is not among the
-checks run on them.)
+queue can build a mutant instead: ``MUTANTS`` maps each name to its class. The mutants are
+deliberately broken, but never in more than the one way they are named after.
 
 Seed pitfalls (``../shared/seeds/000_*.txt``) and the mutants that commit them:
 
@@ -57,25 +58,45 @@ catches each by a named check: :class:`TailReleaseFifoQueue`, :class:`LockBlindF
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Callable, Mapping
-from typing import Any, Final, Literal, TypeVar
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, ClassVar, Final, Literal, TypeVar
 
 from impl.clock import Clock
+from impl.core import Core, Record, Wake
 from impl.errors import Full
 from impl.fifo import FifoQueue
+from impl.fifo_core import FifoCore
 from impl.message import Receipt
-from impl.queue import Queue, Record
+from impl.queue import Queue
+from impl.timers import Timer
 
 T = TypeVar("T")
 
 
 def _nothing() -> None:
-    """The default ``between`` of the windowed mutants: no other consumer runs in the window."""
+    """The default ``between`` of the windowed mutants (no other consumer runs in the window),
+    and of the shell callbacks a broken core is given."""
 
 
 # =============================================================================================
 # Seed pitfall 1: a plain blocking queue
 # =============================================================================================
+
+
+class PlainBlockingCore(Core[T]):
+    """The core of :class:`PlainBlockingQueue`: delivering removes the message."""
+
+    #: Set by the shell: wakes a sender for the slot a delivery frees (a plain queue's get
+    #: frees its slot; the real core's steps return that, but ``deliver`` returns a record).
+    freed: Callable[[], None] = staticmethod(_nothing)
+
+    def deliver(self, deadline: float | None) -> Record[T]:
+        _, rec = self.visible.popitem(last=False)
+        rec.attempt += 1
+        rec.receipt = self.receipt_of(rec)
+        self.done.add(rec.id)  # BUG: gone on delivery; nothing is ever in flight
+        self.freed()
+        return rec
 
 
 class PlainBlockingQueue(Queue[T]):
@@ -93,12 +114,20 @@ class PlainBlockingQueue(Queue[T]):
     as in :class:`CapacityFreedOnReceiveQueue`, because that is what a plain queue does.
     """
 
-    def _deliver(self, deadline: float | None) -> Record[T]:
-        _, rec = self._visible.popitem(last=False)
-        rec.attempt += 1
-        self._done.add(rec.id)  # BUG: gone on delivery; nothing is ever in flight
-        self._notify(self.not_full)
-        return rec
+    core_class = PlainBlockingCore
+
+    def __init__(
+        self,
+        capacity: int | None = None,
+        visibility_timeout: float | None = 30.0,
+        max_receives: int | None = None,
+        delay: float = 0.0,
+        clock: Clock | None = None,
+    ) -> None:
+        super().__init__(capacity, visibility_timeout, max_receives, delay, clock)
+        core = self._core
+        assert isinstance(core, PlainBlockingCore)
+        core.freed = lambda: self._notify(self.not_full)
 
 
 # =============================================================================================
@@ -106,10 +135,19 @@ class PlainBlockingQueue(Queue[T]):
 # =============================================================================================
 
 
+class WindowedCore(Core[T]):
+    """A core whose broken step opens a window: ``window()``, set by its shell, releases the
+    lock, runs the shell's ``between`` and takes the lock back."""
+
+    window: Callable[[], None] = staticmethod(_nothing)
+
+
 class _Windowed(Queue[T]):
     """The real queue with a ``between`` callable (a keyword argument of the constructor; by
     default nothing) that a mutant runs in the window its bug opens, with the lock released, so
     a test places another thread's step there deterministically. Not a mutant itself."""
+
+    core_class: ClassVar[type[Core[Any]]] = WindowedCore
 
     def __init__(
         self,
@@ -123,6 +161,29 @@ class _Windowed(Queue[T]):
     ) -> None:
         super().__init__(capacity, visibility_timeout, max_receives, delay, clock)
         self.between = between
+        core = self._core
+        assert isinstance(core, WindowedCore)
+        core.window = self._window
+
+    def _window(self) -> None:
+        self.mutex.release()  # the lock is free here: another caller may run a whole step
+        try:
+            self.between()
+        finally:
+            self.mutex.acquire()
+
+
+class SplitReceiveCore(WindowedCore[T]):
+    """The core of :class:`SplitReceiveQueue`."""
+
+    def deliver(self, deadline: float | None) -> Record[T]:
+        rec = next(iter(self.visible.values()))  # critical section 1: PICK the head
+        attempt = rec.attempt
+        self.window()  # BUG: the window. Another consumer may pick the same head here.
+        self.visible.pop(rec.id, None)  # critical section 2: STAMP it and record it in flight
+        rec.attempt = attempt
+        self.stamp(rec, deadline)
+        return rec
 
 
 class SplitReceiveQueue(_Windowed[T]):
@@ -144,21 +205,16 @@ class SplitReceiveQueue(_Windowed[T]):
     (no sequential order of the spec delivers ``(a, 1)`` twice).
     """
 
-    def _deliver(self, deadline: float | None) -> Record[T]:
-        rec = next(iter(self._visible.values()))  # critical section 1: PICK the head
-        attempt = rec.attempt
-        self.mutex.release()  # BUG: the window. Another consumer may pick the same head here.
-        try:
-            self.between()
-        finally:
-            self.mutex.acquire()
-        self._visible.pop(rec.id, None)  # critical section 2: STAMP it and record it in flight
-        rec.attempt = attempt + 1
-        self._timers += 1
-        rec.seq = self._timers
-        rec.deadline = deadline
-        self._in_flight[rec.id] = rec
-        return rec
+    core_class = SplitReceiveCore
+
+
+class UnarmedDeadlineCore(Core[T]):
+    """The core of :class:`UnarmedDeadlineQueue`."""
+
+    def arm(self, rec: Record[T]) -> None:
+        """BUG: the deadline is recorded on the message but never put where the sweeper looks.
+        (``change_visibility`` also arms through here, so its new deadlines are lost too.)
+        """
 
 
 class UnarmedDeadlineQueue(Queue[T]):
@@ -174,16 +230,19 @@ class UnarmedDeadlineQueue(Queue[T]):
     of the observable state fails.
     """
 
-    def _arm(self, rec: Record[T]) -> None:
-        """BUG: the deadline is recorded on the message but never put where the sweeper looks.
-
-        (``change_visibility`` also arms through here, so its new deadlines are lost too.)
-        """
+    core_class = UnarmedDeadlineCore
 
 
 # =============================================================================================
 # Seed pitfall 3: delete by message identity
 # =============================================================================================
+
+
+class DeleteByIdCore(Core[T]):
+    """The core of :class:`DeleteByIdQueue`."""
+
+    def to_delete(self, receipt: Receipt) -> Record[T] | None:
+        return self.in_flight.get(receipt.id)  # BUG: by id; not self.live(receipt)
 
 
 class DeleteByIdQueue(Queue[T]):
@@ -199,13 +258,22 @@ class DeleteByIdQueue(Queue[T]):
     the spec says ``False``, this queue says ``True``.
     """
 
-    def _to_delete(self, receipt: Receipt) -> Record[T] | None:
-        return self._in_flight.get(receipt.id)  # BUG: by id; not self._live(receipt)
+    core_class = DeleteByIdCore
 
 
 # =============================================================================================
 # Seed pitfall 4: receipt handles not rotated
 # =============================================================================================
+
+
+class UncheckedAttemptCore(Core[T]):
+    """The core of :class:`UncheckedAttemptQueue`."""
+
+    def live(self, receipt: Receipt) -> Record[T] | None:
+        rec = self.in_flight.get(receipt.id)
+        if rec is None or rec.receipt.queue != receipt.queue:
+            return None
+        return rec  # BUG: rec.receipt.attempt != receipt.attempt is never asked
 
 
 class UncheckedAttemptQueue(Queue[T]):
@@ -220,11 +288,14 @@ class UncheckedAttemptQueue(Queue[T]):
     a redelivery) and forged future ones; the spec refuses them, this queue acts on them.
     """
 
-    def _live(self, receipt: Receipt) -> Record[T] | None:
-        rec = self._in_flight.get(receipt.id)
-        if rec is None or rec.receipt.queue != receipt.queue:
-            return None
-        return rec  # BUG: rec.receipt.attempt != receipt.attempt is never asked
+    core_class = UncheckedAttemptCore
+
+
+class ReusedReceiptCore(Core[T]):
+    """The core of :class:`ReusedReceiptQueue`."""
+
+    def receipt_of(self, rec: Record[T]) -> Receipt:
+        return Receipt(self.token, rec.id, 1)  # BUG: not rec.attempt: the same every delivery
 
 
 class ReusedReceiptQueue(Queue[T]):
@@ -241,13 +312,20 @@ class ReusedReceiptQueue(Queue[T]):
     assertion gone, the stale deletes that follow fail like :class:`UncheckedAttemptQueue`'s.
     """
 
-    def _receipt(self, rec: Record[T]) -> Receipt:
-        return self.receipt(rec.id, 1)  # BUG: not rec.attempt: the same every delivery
+    core_class = ReusedReceiptCore
 
 
 # =============================================================================================
 # Seed pitfall 5: the sweeper busy-waits, or forgets to signal not_empty
 # =============================================================================================
+
+
+class ForgetfulSweeperCore(Core[T]):
+    """The core of :class:`ForgetfulSweeperQueue`."""
+
+    def expire(self, rec: Record[T]) -> Wake:
+        _, senders = self.release(rec)
+        return (0, senders)  # BUG: made visible, and no receiver is told
 
 
 class ForgetfulSweeperQueue(Queue[T]):
@@ -265,10 +343,7 @@ class ForgetfulSweeperQueue(Queue[T]):
     a receiver, expires a message, and asks whether the receiver was woken.
     """
 
-    def _expire_one(self, rec: Record[T], now: float) -> None:
-        enabled = self._release(rec)
-        if enabled is not self.not_empty:  # BUG: made visible, and no receiver is told
-            self._notify(enabled)
+    core_class = ForgetfulSweeperCore
 
 
 class PollingSweeperQueue(Queue[T]):
@@ -287,7 +362,7 @@ class PollingSweeperQueue(Queue[T]):
 
     POLL: Final = 0.05
 
-    def _next_deadline(self) -> float | None:
+    def _sleep_until(self) -> float | None:
         # BUG: wake again soon whatever is due; not the earliest deadline, not "never"
         return self.clock.now() + self.POLL
 
@@ -295,6 +370,14 @@ class PollingSweeperQueue(Queue[T]):
 # =============================================================================================
 # Classic bugs
 # =============================================================================================
+
+
+class CapacityFreedOnReceiveCore(Core[T]):
+    """The core of :class:`CapacityFreedOnReceiveQueue`."""
+
+    def has_room(self) -> bool:
+        cap = self.capacity
+        return cap is None or len(self.visible) < cap  # BUG: + len(self.in_flight) missing
 
 
 class CapacityFreedOnReceiveQueue(Queue[T]):
@@ -311,9 +394,17 @@ class CapacityFreedOnReceiveQueue(Queue[T]):
     run at the end of every transition) fails inside ``send``.
     """
 
-    def _has_room(self) -> bool:
-        cap = self.capacity
-        return cap is None or len(self._visible) < cap  # BUG: + len(self._in_flight) missing
+    core_class = CapacityFreedOnReceiveCore
+
+
+class ExpiredToHeadCore(Core[T]):
+    """The core of :class:`ExpiredToHeadQueue`."""
+
+    def expire(self, rec: Record[T]) -> Wake:
+        wake = super().expire(rec)
+        if rec.id in self.visible:
+            self.visible.move_to_end(rec.id, last=False)  # BUG: to the head
+        return wake
 
 
 class ExpiredToHeadQueue(Queue[T]):
@@ -328,10 +419,22 @@ class ExpiredToHeadQueue(Queue[T]):
     ``FifoVisible`` (checked on the queue's state after every step) finds the order wrong.
     """
 
-    def _expire_one(self, rec: Record[T], now: float) -> None:
-        super()._expire_one(rec, now)
-        if rec.id in self._visible:
-            self._visible.move_to_end(rec.id, last=False)  # BUG: to the head
+    core_class = ExpiredToHeadCore
+
+
+class SwapRemoveCancelCore(Core[T]):
+    """The core of :class:`SwapRemoveCancelQueue`."""
+
+    def remove(self, id: str) -> Record[T] | None:
+        if id not in self.visible:  # in flight, unknown or finished: as the real cancel
+            return super().remove(id)
+        items = list(self.visible.items())
+        i = [k for k, _ in items].index(id)
+        rec = items[i][1]
+        items[i] = items[-1]  # BUG: the tail takes the cancelled message's place
+        items.pop()
+        self.visible = OrderedDict(items)
+        return rec
 
 
 class SwapRemoveCancelQueue(Queue[T]):
@@ -346,16 +449,17 @@ class SwapRemoveCancelQueue(Queue[T]):
     or more, and ``FifoVisible`` finds the tail ahead of older messages.
     """
 
-    def _remove(self, id: str) -> Record[T] | None:
-        if id not in self._visible:  # in flight, unknown or finished: as the real cancel
-            return super()._remove(id)
-        items = list(self._visible.items())
-        i = [k for k, _ in items].index(id)
-        rec = items[i][1]
-        items[i] = items[-1]  # BUG: the tail takes the cancelled message's place
-        items.pop()
-        self._visible = OrderedDict(items)
-        return rec
+    core_class = SwapRemoveCancelCore
+
+
+class RetryKeepsAttemptCore(Core[T]):
+    """The core of :class:`RetryKeepsAttemptQueue`."""
+
+    def retry(self, rec: Record[T]) -> Wake:
+        wake = super().retry(rec)
+        if rec.id in self.visible:
+            rec.attempt -= 1  # BUG: the delivery is "uncounted"
+        return wake
 
 
 class RetryKeepsAttemptQueue(Queue[T]):
@@ -372,10 +476,15 @@ class RetryKeepsAttemptQueue(Queue[T]):
     one; ``AttemptsCount``'s step half (attempts never go down) fails on the next check.
     """
 
-    def _retry(self, rec: Record[T]) -> None:
-        super()._retry(rec)
-        if rec.id in self._visible:
-            rec.attempt -= 1  # BUG: the delivery is "uncounted"
+    core_class = RetryKeepsAttemptCore
+
+
+class DeadLetterOffByOneCore(Core[T]):
+    """The core of :class:`DeadLetterOffByOneQueue`."""
+
+    def dies(self, rec: Record[T]) -> bool:
+        max_receives = self.max_receives
+        return max_receives is not None and rec.attempt > max_receives  # BUG: > for >=
 
 
 class DeadLetterOffByOneQueue(Queue[T]):
@@ -392,9 +501,17 @@ class DeadLetterOffByOneQueue(Queue[T]):
     comparison of the observable state fails.
     """
 
-    def _dies(self, rec: Record[T]) -> bool:
-        max_receives = self.max_receives
-        return max_receives is not None and rec.attempt > max_receives  # BUG: > for >=
+    core_class = DeadLetterOffByOneCore
+
+
+class ExtendAddsCore(Core[T]):
+    """The core of :class:`ExtendAddsQueue`."""
+
+    def extend(self, rec: Record[T], t: float, now: float) -> float:
+        old = rec.deadline if rec.deadline is not None else now
+        rec.deadline = deadline = old + t  # BUG: not now + t
+        self.arm(rec)
+        return deadline
 
 
 class ExtendAddsQueue(Queue[T]):
@@ -409,15 +526,21 @@ class ExtendAddsQueue(Queue[T]):
     first extension of a delivery whose deadline is not ``now`` differs.
     """
 
-    def _extend(self, rec: Record[T], t: float, now: float) -> None:
-        old = rec.deadline if rec.deadline is not None else now
-        rec.deadline = old + t  # BUG: not now + t
-        self._arm(rec)
+    core_class = ExtendAddsCore
 
 
 # =============================================================================================
 # Delays, batches and purge (issue 14)
 # =============================================================================================
+
+
+class EarlyDelayCore(Core[T]):
+    """The core of :class:`EarlyDelayQueue`."""
+
+    TICK: Final = 0.25
+
+    def arm_delay(self, rec: Record[T]) -> None:
+        self.push_timer(Timer(rec.visible_at - self.TICK, rec.seq, rec.id, 0))  # BUG: - TICK
 
 
 class EarlyDelayQueue(Queue[T]):
@@ -438,10 +561,16 @@ class EarlyDelayQueue(Queue[T]):
     finds it visible at 0.75, before its ``visible_at`` 1.0.
     """
 
-    TICK: Final = 0.25
+    core_class = EarlyDelayCore
+    TICK: Final = EarlyDelayCore.TICK
 
-    def _arm_delay(self, rec: Record[T]) -> None:
-        self._push_timer((rec.visible_at - self.TICK, rec.seq, rec.id, 0))  # BUG: - TICK
+
+class SeparateTimerOrderCore(Core[T]):
+    """The core of :class:`SeparateTimerOrderQueue`."""
+
+    def arm_delay(self, rec: Record[T]) -> None:
+        # BUG: every delay sorts before every deadline (seqs are > 0): two orders, not one.
+        self.push_timer(Timer(rec.visible_at, rec.seq - 2**62, rec.id, 0))
 
 
 class SeparateTimerOrderQueue(Queue[T]):
@@ -461,9 +590,21 @@ class SeparateTimerOrderQueue(Queue[T]):
     is a, b; the queue's is b, a; the comparison of the observable state fails.
     """
 
-    def _arm_delay(self, rec: Record[T]) -> None:
-        # BUG: every delay sorts before every deadline (seqs are > 0): two orders, not one.
-        self._push_timer((rec.visible_at, rec.seq - 2**62, rec.id, 0))
+    core_class = SeparateTimerOrderCore
+
+
+class PurgeMissesDelayedCore(Core[T]):
+    """The core of :class:`PurgeMissesDelayedQueue`."""
+
+    def purge(self) -> int:
+        count = 0
+        for group in (self.visible, self.in_flight):  # BUG: self.delayed is forgotten
+            for rec in group.values():
+                rec.deadline = None
+            self.cancelled.update(group)
+            count += len(group)
+            group.clear()
+        return count
 
 
 class PurgeMissesDelayedQueue(Queue[T]):
@@ -479,15 +620,17 @@ class PurgeMissesDelayedQueue(Queue[T]):
     counts it and this queue does not, so the purge rule's comparison of the counts fails.
     """
 
-    def _purge(self) -> int:
-        count = 0
-        for group in (self._visible, self._in_flight):  # BUG: self._delayed is forgotten
-            for rec in group.values():
-                rec.deadline = None
-            self._cancelled.update(group)
-            count += len(group)
-            group.clear()
-        return count
+    core_class = PurgeMissesDelayedCore
+
+
+class PrefixSendBatchCore(Core[T]):
+    """The core of :class:`PrefixSendBatchQueue`."""
+
+    def accepts(self, n: int) -> int:
+        cap = self.capacity
+        if cap is None:
+            return n
+        return max(0, min(n, cap - self.active()))  # BUG: what fits, not all or none
 
 
 class PrefixSendBatchQueue(Queue[T]):
@@ -504,12 +647,20 @@ class PrefixSendBatchQueue(Queue[T]):
     send_batch rule's check that every entry got an id fails.
     """
 
-    def _accepts(self, n: int) -> int:
-        cap = self.capacity
-        if cap is None:
-            return n
-        active = len(self._visible) + len(self._in_flight) + len(self._delayed)
-        return max(0, min(n, cap - active))  # BUG: what fits, not all or none
+    core_class = PrefixSendBatchCore
+
+
+class SplitReceiveBatchCore(WindowedCore[T]):
+    """The core of :class:`SplitReceiveBatchQueue`."""
+
+    def deliver_batch(self, n: int, deadline: float | None) -> list[Record[T]]:
+        recs = [self.deliver(deadline)]
+        while len(recs) < n:
+            self.window()  # BUG: the window between two deliveries of one batch
+            if not self.visible:
+                break
+            recs.append(self.deliver(deadline))
+        return recs
 
 
 class SplitReceiveBatchQueue(_Windowed[T]):
@@ -531,17 +682,20 @@ class SplitReceiveBatchQueue(_Windowed[T]):
     concurrent history.
     """
 
-    def _deliver_batch(self, n: int, deadline: float | None) -> list[Record[T]]:
-        recs = [self._deliver(deadline)]
-        while len(recs) < n:
-            self.mutex.release()  # BUG: the window between two deliveries of one batch
-            try:
-                self.between()
-            finally:
-                self.mutex.acquire()
-            if not self._visible:
-                break
-            recs.append(self._deliver(deadline))
+    core_class = SplitReceiveBatchCore
+
+
+class DeleteBatchStopsCore(Core[T]):
+    """The core of :class:`DeleteBatchStopsQueue`."""
+
+    def to_delete_batch(self, receipts: Sequence[Receipt]) -> list[Record[T] | None]:
+        recs: list[Record[T] | None] = []
+        for receipt in receipts:
+            if recs and recs[-1] is None:
+                recs.append(None)  # BUG: gave up at the first receipt that was not live
+                continue
+            rec = self.to_delete(receipt)
+            recs.append(None if rec is not None and any(rec is r for r in recs) else rec)
         return recs
 
 
@@ -559,15 +713,7 @@ class DeleteBatchStopsQueue(Queue[T]):
     rule's comparison of the results fails.
     """
 
-    def _to_delete_batch(self, receipts: list[Receipt]) -> list[Record[T] | None]:
-        recs: list[Record[T] | None] = []
-        for receipt in receipts:
-            if recs and recs[-1] is None:
-                recs.append(None)  # BUG: gave up at the first receipt that was not live
-                continue
-            rec = self._to_delete(receipt)
-            recs.append(None if rec is not None and any(rec is r for r in recs) else rec)
-        return recs
+    core_class = DeleteBatchStopsCore
 
 
 # =============================================================================================
@@ -601,11 +747,22 @@ class DeadlineFirstSendQueue(Queue[T]):
         wait: float | None,
     ) -> int:
         if op == "send" and block and endtime is not None:
-            while not (self._shutdown or self._has_room()):
+            while not (self._shutdown or self._core.has_room()):
                 self._wait(self.not_full, endtime)
                 if self.clock.now() >= endtime:  # BUG: before looking for the room
                     raise Full(f"no room within {wait} seconds")
         return super()._wait_for_room(op, need, block, endtime, wait)
+
+
+class OnlyWhenEmptySweeperCore(Core[T]):
+    """The core of :class:`OnlyWhenEmptySweeperQueue`."""
+
+    def expire(self, rec: Record[T]) -> Wake:
+        was_empty = not self.visible
+        receivers, senders = self.release(rec)
+        if was_empty:
+            return (receivers, senders)
+        return (0, senders)  # BUG: not once per message released
 
 
 class OnlyWhenEmptySweeperQueue(Queue[T]):
@@ -624,11 +781,20 @@ class OnlyWhenEmptySweeperQueue(Queue[T]):
     receiver asleep with no timer beside a visible message: LOST WAKEUP.
     """
 
-    def _expire_one(self, rec: Record[T], now: float) -> None:
-        was_empty = not self._visible
-        enabled = self._release(rec)
-        if enabled is not self.not_empty or was_empty:  # BUG: not once per message released
-            self._notify(enabled)
+    core_class = OnlyWhenEmptySweeperCore
+
+
+class UnsweptIsDeadCore(Core[T]):
+    """The core of :class:`UnsweptIsDeadQueue`: ``now`` is read through ``clock``, set by its
+    shell (a core has no clock of its own: that is the bug's shape)."""
+
+    clock: Clock
+
+    def live(self, receipt: Receipt) -> Record[T] | None:
+        rec = super().live(receipt)
+        if rec is not None and rec.deadline is not None and rec.deadline <= self.clock.now():
+            return None  # BUG: passed but not swept is still in flight, and live
+        return rec
 
 
 class UnsweptIsDeadQueue(Queue[T]):
@@ -649,11 +815,20 @@ class UnsweptIsDeadQueue(Queue[T]):
     (NOT LINEARIZABLE). With real threads this needed interleaving luck (5 runs in 10).
     """
 
-    def _live(self, receipt: Receipt) -> Record[T] | None:
-        rec = super()._live(receipt)
-        if rec is not None and rec.deadline is not None and rec.deadline <= self.clock.now():
-            return None  # BUG: passed but not swept is still in flight, and live
-        return rec
+    core_class = UnsweptIsDeadCore
+
+    def __init__(
+        self,
+        capacity: int | None = None,
+        visibility_timeout: float | None = 30.0,
+        max_receives: int | None = None,
+        delay: float = 0.0,
+        clock: Clock | None = None,
+    ) -> None:
+        super().__init__(capacity, visibility_timeout, max_receives, delay, clock)
+        core = self._core
+        assert isinstance(core, UnsweptIsDeadCore)
+        core.clock = self.clock
 
 
 _ALL: tuple[type[Queue[Any]], ...] = (
@@ -691,6 +866,13 @@ MUTANTS: Final[Mapping[str, type[Queue[Any]]]] = {cls.__name__: cls for cls in _
 # =============================================================================================
 
 
+class TailReleaseFifoCore(FifoCore[T]):
+    """The core of :class:`TailReleaseFifoQueue`."""
+
+    def place(self, rec: Record[T]) -> None:
+        """BUG: leave ``rec`` at the tail, behind the later messages of its group."""
+
+
 class TailReleaseFifoQueue(FifoQueue[T]):
     """MUTANT (FIFO): a released message goes to the tail of the queue (so of its group).
 
@@ -703,8 +885,14 @@ class TailReleaseFifoQueue(FifoQueue[T]):
     that group delivers a later message of the group before the released one.
     """
 
-    def _place(self, rec: Record[T]) -> None:
-        """BUG: leave ``rec`` at the tail, behind the later messages of its group."""
+    core_class = TailReleaseFifoCore
+
+
+class LockBlindFifoCore(FifoCore[T]):
+    """The core of :class:`LockBlindFifoQueue`."""
+
+    def locked(self) -> set[str]:
+        return set()  # BUG: no group is ever locked
 
 
 class LockBlindFifoQueue(FifoQueue[T]):
@@ -718,8 +906,16 @@ class LockBlindFifoQueue(FifoQueue[T]):
     locked when it began.
     """
 
-    def _locked(self) -> set[str]:
-        return set()  # BUG: no group is ever locked
+    core_class = LockBlindFifoCore
+
+
+class InterleavedBatchFifoCore(FifoCore[T]):
+    """The core of :class:`InterleavedBatchFifoQueue`."""
+
+    def heads(self, n: int) -> list[Record[T]]:
+        locked = self.locked()
+        # BUG: send order across groups, not group by group.
+        return [r for r in self.visible.values() if getattr(r, "group", None) not in locked][:n]
 
 
 class InterleavedBatchFifoQueue(FifoQueue[T]):
@@ -734,10 +930,17 @@ class InterleavedBatchFifoQueue(FifoQueue[T]):
     exhausted): a batch over two groups returns them interleaved.
     """
 
-    def _heads(self, n: int) -> list[Record[T]]:
-        locked = self._locked()
-        # BUG: send order across groups, not group by group.
-        return [r for r in self._visible.values() if getattr(r, "group", None) not in locked][:n]
+    core_class = InterleavedBatchFifoCore
+
+
+class SlidingDedupFifoCore(FifoCore[T]):
+    """The core of :class:`SlidingDedupFifoQueue`."""
+
+    def duplicate(self, dedup_id: str, now: float) -> str | None:
+        earlier = super().duplicate(dedup_id, now)
+        if earlier is not None:
+            self.dedup[dedup_id] = (earlier, now)  # BUG: a duplicate extends the window
+        return earlier
 
 
 class SlidingDedupFifoQueue(FifoQueue[T]):
@@ -751,11 +954,14 @@ class SlidingDedupFifoQueue(FifoQueue[T]):
     ``dedup_interval`` after the acceptance, whatever duplicates came in between).
     """
 
-    def _duplicate(self, dedup_id: str, now: float) -> str | None:
-        earlier = super()._duplicate(dedup_id, now)
-        if earlier is not None:
-            self._dedup[dedup_id] = (earlier, now)  # BUG: a duplicate extends the window
-        return earlier
+    core_class = SlidingDedupFifoCore
+
+
+class RejectedDedupFifoCore(FifoCore[T]):
+    """The core of :class:`RejectedDedupFifoQueue`."""
+
+    def rejected(self, dedup_id: str, id: str | None, now: float) -> None:
+        self.remember(dedup_id, id or "rejected", now)  # BUG: records a rejected send
 
 
 class RejectedDedupFifoQueue(FifoQueue[T]):
@@ -770,8 +976,14 @@ class RejectedDedupFifoQueue(FifoQueue[T]):
     accepted message): the retry of a send rejected as full gets the rejected id back.
     """
 
-    def _rejected(self, dedup_id: str, id: str | None, now: float) -> None:
-        self._remember(dedup_id, id or "rejected", now)  # BUG: records a rejected send
+    core_class = RejectedDedupFifoCore
+
+
+class SilentUnlockFifoCore(FifoCore[T]):
+    """The core of :class:`SilentUnlockFifoQueue`."""
+
+    def delete(self, rec: Record[T]) -> Wake:
+        return Core.delete(self, rec)  # BUG: skips FifoCore's wake_group
 
 
 class SilentUnlockFifoQueue(FifoQueue[T]):
@@ -788,8 +1000,7 @@ class SilentUnlockFifoQueue(FifoQueue[T]):
     whether the receiver was woken.
     """
 
-    def _delete(self, rec: Record[T]) -> None:
-        Queue._delete(self, rec)  # BUG: skips FifoQueue's _wake_group
+    core_class = SilentUnlockFifoCore
 
 
 #: Every FIFO mutant by name, in the order of the module docstring (apart from :data:`MUTANTS`:

@@ -297,13 +297,13 @@ class ImplTarget:
     """
 
     def __init__(
-        self, config: QueueConfig, queue_class: type[impl.Queue[str]] | None = None
+        self, config: QueueConfig, queue_class: type[impl.BaseQueue[str]] | None = None
     ) -> None:
         self._config = config
         # A standard queue's class (impl.Queue, or a mutant of it); FIFO scenarios use FifoQueue.
         self._queue_class = impl.Queue if queue_class is None else queue_class
         self.clock = impl.FakeClock()
-        self.queues: list[impl.Queue[str]] = []
+        self.queues: list[impl.BaseQueue[str]] = []
         # The ids each queue accepted and, on FIFO queues, when each dedup id was last accepted:
         # what tells a duplicate (which returns an earlier id, possibly its own) from an
         # acceptance, and which entries of a rejected FIFO batch were duplicates.
@@ -314,8 +314,15 @@ class ImplTarget:
         self.new_queue()
 
     @property
-    def _q(self) -> impl.Queue[str]:
+    def _q(self) -> impl.BaseQueue[str]:
         return self.queues[self._current]
+
+    @property
+    def _std(self) -> impl.Queue[str]:
+        """The current queue, a standard one (the sends without a group)."""
+        q = self._q
+        assert isinstance(q, impl.Queue), "a standard send on a FIFO queue"
+        return q
 
     def send(
         self, id: str, body: str, delay: Delay, group: str | None = None, dedup: str | None = None
@@ -323,7 +330,8 @@ class ImplTarget:
         if group is not None:
             return self._send_fifo(id, body, group, dedup)
         try:
-            self._q.send(body, id=id, delay=None if delay is QUEUE_DEFAULT else delay, block=False)
+            d = None if delay is QUEUE_DEFAULT else delay
+            self._std.send(body, id=id, delay=d, block=False)
         except (impl.Full, impl.DuplicateIdError):
             return False
         self._accepted[self._current].add(id)
@@ -397,7 +405,7 @@ class ImplTarget:
             self._config.capacity is not None and len(entries) > self._config.capacity
         )
         try:
-            self._q.send_batch(batch, block=False)
+            self._std.send_batch(batch, block=False)
         except (impl.Full, impl.DuplicateIdError):
             return False
         except ValueError:
@@ -462,7 +470,7 @@ class ImplTarget:
 
     def new_queue(self) -> None:
         c = self._config
-        q: impl.Queue[str]
+        q: impl.BaseQueue[str]
         if c.fifo:
             q = impl.FifoQueue(
                 capacity=c.capacity,

@@ -1,7 +1,7 @@
 """Controlled synchronisation primitives: one logical thread runs at a time, the scheduler picks.
 
 The queue gets its lock, its conditions and its sweeper thread from ``clock.sync`` (the seam
-``impl.queue.Sync``), and waits only through ``clock.wait``. :class:`ControlledClock` is a clock
+``impl.sync.Sync``), and waits only through ``clock.wait``. :class:`ControlledClock` is a clock
 that carries a :class:`ControlledSync`, so a queue built with it runs its own, unchanged code on
 :class:`CLock`, :class:`CCondition` and :class:`CThread`, all driven by one :class:`Scheduler`.
 
@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from types import FrameType, TracebackType
 from typing import Any, Final, cast
 
-from impl.queue import Sync
+from impl.sync import Sync
 from model_tests.schedule.events import ThreadEvent
 
 #: The source file whose lines an event points at (the queue's own code, or a mutant's).
@@ -117,11 +117,11 @@ class LThread:
 def _where(depth: int = 2) -> str:
     """``file:line`` of the first frame outside this package's primitives."""
     f: FrameType | None = sys._getframe(depth)
-    # Past the primitives, and past Queue._wait (every wait goes through it): the line of
-    # the hook that waits says more.
+    # Past the primitives, and past the shell's _wait (every wait goes through it): the line
+    # of the wait loop that called it says more.
     while f is not None and (
         f.f_code.co_filename in _OWN_FILES
-        or (f.f_code.co_name == "_wait" and f.f_code.co_filename.endswith("queue.py"))
+        or (f.f_code.co_name == "_wait" and f.f_code.co_filename.endswith("shell.py"))
     ):
         f = f.f_back
     if f is None:
@@ -448,7 +448,7 @@ class CThread:
 
 
 class ControlledSync(Sync):
-    """The :class:`impl.queue.Sync` that hands out controlled primitives of one scheduler."""
+    """The :class:`impl.sync.Sync` that hands out controlled primitives of one scheduler."""
 
     __slots__ = ("sched",)
 

@@ -3,7 +3,7 @@
 For each mutant this shows *which* check fails and *with what message*, and that the same check
 passes on ``impl.Queue``. The checks are the real ones:
 
-- the lockstep state machine of ``model_tests/tests/test_lockstep.py`` (its rules, which compare
+- the lockstep state machine of ``model_tests/lockstep.py`` (its rules, which compare
   each result with the spec's, and its invariants, which compare the whole state and check the
   contract's invariants by name). Each mutant gets a short *witness program*: the rules a
   Hypothesis run would call, in an order that reaches the bug, run through the machine's own
@@ -39,7 +39,7 @@ from hypothesis import HealthCheck, Phase, settings
 from hypothesis.stateful import run_state_machine_as_test
 
 from impl import Entry, FakeClock, Message, Queue
-from model_tests import mutants
+from model_tests import lockstep, mutants
 from model_tests.linearizability import (
     HistoryRecorder,
     Linearizable,
@@ -75,7 +75,6 @@ from model_tests.mutants import (
 from model_tests.scenario_format import QueueConfig
 from model_tests.support import BOUND, ProbeClock
 from model_tests.targets import ImplTarget, run_scenario
-from model_tests.tests import test_lockstep
 
 QueueClass = type[Queue[Any]]
 
@@ -87,8 +86,8 @@ QueueClass = type[Queue[Any]]
 
 @contextmanager
 def lockstep_builds(queue_class: QueueClass) -> Iterator[None]:
-    """Make ``test_lockstep.QueueMachine`` build ``queue_class`` instead of ``impl.Queue``."""
-    with mock.patch.object(test_lockstep.QueueMachine, "queue_class", queue_class):
+    """Make ``lockstep.QueueMachine`` build ``queue_class`` instead of ``impl.Queue``."""
+    with mock.patch.object(lockstep.QueueMachine, "queue_class", queue_class):
         yield
 
 
@@ -105,7 +104,7 @@ def _invariant_names() -> list[str]:
     """The machine's invariants, in the order Hypothesis runs them (``inspect.getmembers``)."""
     return [
         name
-        for name, f in inspect.getmembers(test_lockstep.QueueMachine)
+        for name, f in inspect.getmembers(lockstep.QueueMachine)
         if getattr(f, "hypothesis_stateful_invariant", None) is not None
     ]
 
@@ -164,12 +163,12 @@ def run_witness(queue_class: QueueClass, w: Witness) -> Failure | None:
     """Run ``w`` through the machine's rules, with every invariant after every step, as
     Hypothesis does; the first check that fails, or ``None`` if all pass."""
     invariants = _invariant_names()
-    m = test_lockstep.QueueMachine()
+    m = lockstep.QueueMachine()
     results: list[object] = []
     # Outside a Hypothesis run there is nowhere to record statistics: hypothesis.event() raises.
     quiet = (
-        mock.patch.object(test_lockstep, "event", lambda *args, **kwargs: None)
-        if hasattr(test_lockstep, "event")
+        mock.patch.object(lockstep, "event", lambda *args, **kwargs: None)
+        if hasattr(lockstep, "event")
         else contextlib.nullcontext()
     )
     steps = [("create_queues", w.config), *w.steps]
@@ -421,7 +420,7 @@ def _failing_check(exc: BaseException) -> str:
     names: list[str] = []
     while tb is not None:
         code = tb.tb_frame.f_code
-        if code.co_filename == test_lockstep.__file__ and not code.co_name.startswith("_"):
+        if code.co_filename == lockstep.__file__ and not code.co_name.startswith("_"):
             names.append(code.co_name)
         tb = tb.tb_next
     return names[-1] if names else "?"
@@ -431,10 +430,10 @@ def _failing_check(exc: BaseException) -> str:
 def test_lockstep_search_finds_the_mutant_unaided(mutant: QueueClass) -> None:
     with lockstep_builds(mutant):
         if mutant is Queue:
-            run_state_machine_as_test(test_lockstep.QueueMachine, settings=SEARCH)
+            run_state_machine_as_test(lockstep.QueueMachine, settings=SEARCH)
             return
         with pytest.raises(AssertionError) as info:
-            run_state_machine_as_test(test_lockstep.QueueMachine, settings=SEARCH)
+            run_state_machine_as_test(lockstep.QueueMachine, settings=SEARCH)
     assert _failing_check(info.value) in FOUND_BY_SEARCH[mutant], info.value
 
 

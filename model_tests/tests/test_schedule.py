@@ -117,8 +117,8 @@ def test_schedule_real_queue_passes_one_preemption_more(program: Program) -> Non
 class SpinningQueue(Queue[Any]):
     """A receive that busy-waits (reads the clock in a loop) instead of waiting."""
 
-    def _wait_for_visible(self, block: bool, wait: float | None) -> None:
-        while not self._visible:
+    def _wait_deliverable(self, block: bool, wait: float | None) -> None:
+        while not self._core.deliverable():
             self.mutex.release()
             self.mutex.acquire()
 

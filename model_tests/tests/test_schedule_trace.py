@@ -33,7 +33,7 @@ from typing import Any, TypeVar
 import pytest
 
 from impl import FakeClock, Message, Queue
-from impl.queue import Record
+from impl.core import Core, Record, Wake
 from model_tests.schedule.controlled import Guard
 from model_tests.schedule.explore import SETUP, Choice, explore, queue_classes, run_once
 from model_tests.schedule.programs import PROGRAMS, Program
@@ -390,15 +390,18 @@ def test_schedule_trace_of_a_redelivery_that_did_not_count_is_rejected(
 # -- a mutant of the code, recorded: the sweep that notifies only into an empty VISIBLE -------
 
 
-class _NotifyIfEmptySweepQueue(Queue[T]):
+class _NotifyIfEmptySweepCore(Core[T]):
     """The held-out mutant of issue 17, written here so this test stands alone: expiry
     notifies ``not_empty`` only when nothing was visible before the release."""
 
-    def _expire_one(self, rec: Record[T], now: float) -> None:
-        was_empty = not self._visible
-        enabled = self._release(rec)
-        if enabled is not self.not_empty or was_empty:  # the bug
-            self._notify(enabled)
+    def expire(self, rec: Record[T]) -> Wake:
+        was_empty = not self.visible
+        receivers, senders = self.release(rec)
+        return (receivers if was_empty else 0, senders)  # the bug
+
+
+class _NotifyIfEmptySweepQueue(Queue[T]):
+    core_class = _NotifyIfEmptySweepCore
 
 
 def _run_expire_together(queue_class: type[Queue[str]]) -> list[ThreadEvent]:
