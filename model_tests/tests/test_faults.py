@@ -10,10 +10,11 @@ afterwards. The sweeper thread too: a fault in it is logged and reported by ``he
 failed sweep changes nothing, and expiry resumes after the next arm, ``sweep()`` or
 ``health()``.
 
-How: each scenario is run once fault-free with the injectors of ``model_tests.faults`` only
-counting the calls made by the thread under test, then once more for every injection point and
-every k = 1 .. that count, on a fresh queue brought to the same state, with the k-th call
-failing. The scenarios are
+How (the framework is :mod:`model_tests.fault_matrix`, the injectors :mod:`model_tests.faults`;
+this module holds the scenarios and the tests): each scenario is run once fault-free with the
+injectors only counting the calls made by the thread under test, then once more for every
+injection point and every k = 1 .. that count, on a fresh queue brought to the same state, with
+the k-th call failing. The scenarios are
 
 - one call of each state-changing method in the states that matter (``CASES``), with and
   without a trace sink, alone or beside a blocked receiver or a blocked sender (the bystander,
@@ -32,11 +33,10 @@ settled (woken once and seen back in its wait) before the clock moves without wa
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import partial
 from typing import Final, Literal, TypeAlias
 
@@ -46,570 +46,47 @@ from hypothesis import strategies as st
 
 import spec
 from impl import (
-    DuplicateIdError,
-    Empty,
     Entry,
-    Full,
     Health,
     Message,
     Queue,
-    ShutDown,
-    Snapshot,
-    Stats,
+)
+from model_tests.fault_matrix import (
+    BLOCKING_POINTS,
+    DEFAULT,
+    OP_THREAD,
+    OTHER_FAULTS,
+    POINTS,
+    Bystander,
+    Injection,
+    Op,
+    Outcome,
+    Point,
+    Prepared,
+    Raised,
+    Returned,
+    Setup,
+    Vt,
+    World,
+    body,
+    check_every_fault,
+    end_bystander,
+    model,
+    outcome_of,
+    prepare,
+    result_of,
+    serve_bystander,
+    start_bystander,
 )
 from model_tests.faults import (
     FailingClock,
     FailingSink,
-    Fault,
     InjectedFault,
-    ThreadMatch,
-    ThreadStarts,
     failing_thread_start,
     is_sweeper,
     wait_until,
 )
-from model_tests.projection import from_snapshot, from_state, stats_counts, to_state
 from model_tests.support import BOUND, Call, ProbeClock
-
-#: Where a fault is injected: the k-th call of the clock's ``now``, of its ``wait`` (raised
-#: instead of waiting, or, ``wait-after``, when the wait returns), of the trace sink, or the
-#: k-th start of a sweeper thread.
-Point: TypeAlias = Literal["now", "wait", "wait-after", "sink", "start"]
-#: The points a call that does not wait can reach.
-POINTS: Final[tuple[Point, ...]] = ("now", "wait", "sink", "start")
-#: The points a blocking call can reach.
-BLOCKING_POINTS: Final[tuple[Point, ...]] = ("now", "wait", "wait-after", "sink", "start")
-#: Exceptions other than InjectedFault that a transition must survive the same way.
-OTHER_FAULTS: Final[tuple[type[BaseException], ...]] = (MemoryError, KeyboardInterrupt)
-
-#: A fault to inject: where, at which matching call, and what (None: the point's default).
-Injection: TypeAlias = tuple[Point, int, Fault | None]
-
-DEFAULT: Final = "default"
-Vt: TypeAlias = float | Literal["default"] | None
-OpName: TypeAlias = Literal[
-    "send",
-    "send_batch",
-    "receive",
-    "receive_batch",
-    "delete",
-    "delete_batch",
-    "retry",
-    "change_visibility",
-    "change_visibility_batch",
-    "cancel",
-    "purge",
-    "sweep",
-]
-RECEIPT_OPS: Final = frozenset({"delete", "retry", "change_visibility"})
-BATCH_RECEIPT_OPS: Final = frozenset({"delete_batch", "change_visibility_batch"})
-ANY_ID_OPS: Final = RECEIPT_OPS | {"cancel"}
-Bystander: TypeAlias = Literal["receiver", "sender"]
-BYSTANDER: Final = "bystander"
-OP_THREAD: Final = "faulty-op"
-
-
-# =============================================================================================
-# Scenarios: a queue configuration, operations, and how each runs on the impl and the spec
-# =============================================================================================
-
-
-@dataclass(frozen=True)
-class Setup:
-    """The queue's configuration, and whether a trace sink is attached."""
-
-    capacity: int | None = None
-    vt: float | None = 10.0
-    max_receives: int | None = None
-    traced: bool = True
-
-    @property
-    def config(self) -> spec.Config:
-        return spec.Config(capacity=self.capacity, max_receives=self.max_receives)
-
-
-@dataclass(frozen=True)
-class Op:
-    """One call of a state-changing method, by name as in every layer.
-
-    ``id``: send's id (``None``: generated), or the message a receipt operation or cancel
-    names. Receipt operations use the receipt of the message's current delivery, or with
-    ``stale`` the one before it. ``vt``: receive's visibility timeout. ``t``: change_visibility's
-    timeout; for ``sweep``, how far the clock moves (waking nobody) before it; for ``send``
-    and ``send_batch``, the delay (0: none). The batches (issue 14): ``ids`` are a send_batch's
-    ids (``""``: generated), or the messages a delete_batch or change_visibility_batch names
-    (each with ``t``); ``n`` is receive_batch's ``max_messages``.
-    """
-
-    name: OpName
-    id: str | None = None
-    vt: Vt = DEFAULT
-    t: float = 0.0
-    stale: bool = False
-    ids: tuple[str, ...] = ()
-    n: int = 2
-
-    def __str__(self) -> str:
-        args = {
-            "send": f"id={self.id}",
-            "receive": f"vt={self.vt}",
-            "receive_batch": f"{self.n}, vt={self.vt}",
-            "sweep": f"after {self.t}",
-            "purge": "",
-        }
-        if self.name in ("send_batch", *BATCH_RECEIPT_OPS):
-            args[self.name] = f"{list(self.ids)}"
-        timed = ("change_visibility", "change_visibility_batch", "send", "send_batch")
-        extra = f", t={self.t}" if self.name in timed and self.t else ""
-        stale = " (stale)" if self.stale else ""
-        return f"{self.name}({args.get(self.name, self.id)}{extra}){stale}"
-
-
-@dataclass(frozen=True)
-class Returned:
-    value: object
-
-
-@dataclass(frozen=True)
-class Raised:
-    error: BaseException
-
-
-Outcome: TypeAlias = Returned | Raised
-
-
-def outcome_of(fn: Callable[[], object]) -> Outcome:
-    try:
-        return Returned(fn())
-    except BaseException as e:  # KeyboardInterrupt too: it is one of the injected faults
-        return Raised(e)
-
-
-@dataclass(frozen=True)
-class Prepared:
-    """An operation ready to run: the operation (its id resolved), the call, the attempt its
-    receipt names, the time it runs at (the clock does not move during it)."""
-
-    op: Op
-    run: Callable[[], object]
-    attempt: int
-    now: float
-    receipts: tuple[tuple[str, int], ...] = ()
-
-
-@dataclass(frozen=True)
-class Observation:
-    """Everything a caller can read about the queue's messages."""
-
-    snapshot: Snapshot[str]
-    stats: Stats
-    dead: tuple[Message[str], ...]
-
-
-def body(op: Op, id: str | None = None) -> str:
-    return f"body-{id or op.id or 'generated'}"
-
-
-def current_attempt(snap: Snapshot[str], id: str) -> int:
-    """The attempt of ``id``'s current (or last) delivery; 1 for a message no longer shown."""
-    for m in (*snap.visible, *snap.in_flight, *snap.dead):
-        if m.id == id:
-            return m.attempt
-    return 1
-
-
-class World:
-    """One queue on a failing clock (around a ProbeClock) with a failing sink, for one run."""
-
-    def __init__(self, setup: Setup, starts: ThreadStarts) -> None:
-        self.setup = setup
-        self.clock: FailingClock[ProbeClock] = FailingClock(ProbeClock())
-        self.sink = FailingSink()
-        self.starts = starts
-        self.q: Queue[str] = Queue(
-            capacity=setup.capacity,
-            visibility_timeout=setup.vt,
-            max_receives=setup.max_receives,
-            clock=self.clock,
-        )
-        if setup.traced:
-            self.q.record_trace(self.sink)
-
-    # -- injection ------------------------------------------------------------------------
-
-    def arm(self, fault: Injection | None, thread: ThreadMatch) -> None:
-        """Count the calls ``thread`` makes at every point; fail at ``fault``'s point's k-th."""
-        point, k, exc = fault if fault is not None else (None, None, None)
-        raised = InjectedFault if exc is None else exc
-        clock_k = k if point in ("now", "wait", "wait-after") else None
-        method: Literal["now", "wait", "any"] = (
-            "now" if point == "now" else "wait" if point in ("wait", "wait-after") else "any"
-        )
-        self.clock.fail_on(clock_k, method, raised, thread=thread, after_wait=point == "wait-after")
-        self.sink.fail_on(k if point == "sink" else None, raised, thread=thread)
-        self.starts.fail_on(k if point == "start" else None, exc, thread=thread)
-
-    def disarm(self) -> None:
-        self.clock.disarm()
-        self.sink.disarm()
-        self.starts.disarm()
-
-    def counts(self) -> dict[Point, int]:
-        waits = self.clock.trigger.counts["wait"]
-        return {
-            "now": self.clock.trigger.counts["now"],
-            "wait": waits,
-            "wait-after": waits,
-            "sink": self.sink.trigger.total,
-            "start": self.starts.trigger.total,
-        }
-
-    def fired(self) -> BaseException | None:
-        return self.clock.fired or self.sink.fired or self.starts.fired
-
-    def fired_in(self) -> threading.Thread | None:
-        return (
-            self.clock.trigger.fired_in
-            or self.sink.trigger.fired_in
-            or self.starts.trigger.fired_in
-        )
-
-    # -- observation ----------------------------------------------------------------------
-
-    def observe(self) -> Observation:
-        return Observation(self.q.snapshot(), self.q.stats(), tuple(self.q.dead_letters()))
-
-    def check(self, expected: spec.State | None = None) -> None:
-        """The queue's own invariants, the spec's on its projection, and (if given) that it
-        shows exactly ``expected``."""
-        with self.q.mutex:
-            self.q._check()
-        snap = self.q.snapshot()
-        assert not spec.violations(to_state(snap, self.setup.config, 0))
-        if expected is not None:
-            want = from_state(expected)
-            assert from_snapshot(snap) == want
-            assert stats_counts(self.q.stats()) == want.counts()
-            dead = [(m.id, m.body, m.attempt) for m in self.q.dead_letters()]
-            assert dead == [(m.id, m.body, m.attempt) for m in want.dead]
-
-    def state(self) -> spec.State:
-        return to_state(self.q.snapshot(), self.setup.config, 0)
-
-    # -- threads --------------------------------------------------------------------------
-
-    def settle(self) -> None:
-        """Let a running sweeper reach its wait with no wakeup pending.
-
-        Before the clock moves without waking anyone, so that a sweeper still on its way to its
-        wait (just started, or woken by an arm) cannot see the new time and expire in the
-        middle of the test: wake it once and wait until it begins its next wait.
-        """
-        if not any(is_sweeper(t) and t.is_alive() for t in threading.enumerate()):
-            return
-        begun = self.clock.waits_begun(is_sweeper)
-        with self.q.new_deadline:
-            self.q.new_deadline.notify_all()
-        assert wait_until(lambda: self.clock.waits_begun(is_sweeper) > begun), "sweeper stuck"
-
-    def blocked(self, call: Call[object]) -> bool:
-        """Wait (bounded) until ``call`` is asleep in the clock; ``False`` if it finished."""
-        assert wait_until(lambda: self.clock.asleep(call.thread) > 0 or call.finished), (
-            f"{call.thread.name} neither blocked nor finished"
-        )
-        return not call.finished
-
-    def advance(self, dt: float, *, wake: bool) -> None:
-        if not wake:
-            self.settle()
-        self.clock.inner.advance(dt, wake=wake)
-
-
-def prepare(w: World, op: Op) -> Prepared:
-    """Make ``op`` ready to run on ``w``: its receipt is looked up, a sweep's clock is moved.
-
-    A receipt operation or cancel with no id acts on the first message in flight (else the
-    first visible one): random prefixes then reach live receipts often."""
-    q = w.q
-    attempt = 0
-    if op.name in ANY_ID_OPS and op.id is None:
-        snap = q.snapshot()
-        first = next(iter((*snap.in_flight, *snap.visible)), None)
-        op = replace(op, id="a" if first is None else first.id)
-    if op.name in RECEIPT_OPS:
-        assert op.id is not None
-        attempt = max(current_attempt(q.snapshot(), op.id) - op.stale, 0)
-    receipts = tuple(
-        (id, max(current_attempt(q.snapshot(), id) - op.stale, 0))
-        for id in (op.ids if op.name in BATCH_RECEIPT_OPS else ())
-    )
-    run: Callable[[], object]
-    match op.name:
-        case "send":
-            if op.t:
-                run = partial(q.send, body(op), id=op.id, delay=op.t, block=False)
-            else:
-                run = partial(q.send, body(op), id=op.id, block=False)
-        case "send_batch":
-            entries = [Entry(body(op, id), id=id or None, delay=op.t or None) for id in op.ids]
-            run = partial(q.send_batch, entries, block=False)
-        case "receive_batch":
-            if op.vt == DEFAULT:
-                run = partial(q.receive_batch, op.n, block=False)
-            else:
-                run = partial(q.receive_batch, op.n, block=False, visibility_timeout=op.vt)
-        case "delete_batch":
-            run = partial(q.delete_batch, [q.receipt(id, a) for id, a in receipts])
-        case "change_visibility_batch":
-            changes = [(q.receipt(id, a), op.t) for id, a in receipts]
-            run = partial(q.change_visibility_batch, changes)
-        case "purge":
-            run = q.purge
-        case "receive":
-            if op.vt == DEFAULT:
-                run = partial(q.receive, block=False)
-            else:
-                run = partial(q.receive, block=False, visibility_timeout=op.vt)
-        case "delete" | "retry" | "change_visibility":
-            assert op.id is not None
-            receipt = q.receipt(op.id, attempt)
-            if op.name == "delete":
-                run = partial(q.delete, receipt)
-            elif op.name == "retry":
-                run = partial(q.retry, receipt)
-            else:
-                run = partial(q.change_visibility, receipt, op.t)
-        case "cancel":
-            assert op.id is not None
-            run = partial(q.cancel, op.id)
-        case "sweep":
-            if op.t:
-                w.advance(op.t, wake=False)
-            run = q.sweep
-    return Prepared(op, run, attempt, w.clock.inner.now(), receipts)
-
-
-def model(s: spec.State, p: Prepared, outcome: Outcome, setup: Setup) -> tuple[spec.State, object]:
-    """What the spec says ``p.op`` does to ``s``, and its result in the form of
-    :func:`result_of`. A send without an id gets the id the queue generated."""
-    op = p.op
-    receipt = spec.Receipt(s.queue, op.id or "", p.attempt)
-    match op.name:
-        case "send":
-            id = op.id
-            if id is None:
-                made = outcome.value if isinstance(outcome, Returned) else None
-                id = made if isinstance(made, str) else "never-accepted"
-            return spec.send(s, id, body(op), op.t, p.now)
-        case "send_batch":
-            made = outcome.value if isinstance(outcome, Returned) else None
-            ids = made if isinstance(made, list) else [id or "never-accepted" for id in op.ids]
-            pairs = zip(ids, op.ids, strict=True)
-            entries = tuple((id, body(op, given), op.t) for id, given in pairs)
-            return spec.send_batch(s, entries, p.now)
-        case "receive_batch":
-            vt = setup.vt if op.vt == DEFAULT else op.vt
-            after, ds = spec.receive_batch(s, p.now, op.n, vt)
-            return after, tuple((d.id, d.body, d.attempt) for d in ds)
-        case "delete_batch":
-            return spec.delete_batch(s, [spec.Receipt(s.queue, id, a) for id, a in p.receipts])
-        case "change_visibility_batch":
-            changes = [(spec.Receipt(s.queue, id, a), op.t) for id, a in p.receipts]
-            return spec.change_visibility_batch(s, changes, p.now)
-        case "purge":
-            return spec.purge(s)
-        case "receive":
-            vt = setup.vt if op.vt == DEFAULT else op.vt
-            after, d = spec.receive(s, p.now, vt)
-            return after, None if d is None else (d.id, d.body, d.attempt)
-        case "delete":
-            return spec.delete(s, receipt)
-        case "retry":
-            return spec.retry(s, receipt)
-        case "change_visibility":
-            return spec.change_visibility(s, receipt, op.t, p.now)
-        case "cancel":
-            assert op.id is not None
-            return spec.cancel(s, op.id)
-        case "sweep":
-            return spec.expire(s, p.now)[0], None
-
-
-def result_of(op: Op, outcome: Outcome) -> object:
-    """The impl's outcome in the spec's terms: a rejected send is ``False``, a receive that
-    finds nothing ``None``, a delivery ``(id, body, attempt)``. Anything else raised fails."""
-    if isinstance(outcome, Raised):
-        e = outcome.error
-        if op.name in ("send", "send_batch") and isinstance(e, Full | DuplicateIdError):
-            return False
-        if op.name == "receive" and isinstance(e, Empty):
-            return None
-        if op.name == "receive_batch" and isinstance(e, Empty):
-            return ()
-        raise AssertionError(f"{op} raised {e!r}") from e
-    value = outcome.value
-    if op.name == "send":
-        assert isinstance(value, str)
-        return True
-    if op.name == "send_batch":
-        assert isinstance(value, list) and len(value) == len(op.ids)
-        return True
-    if op.name == "receive":
-        assert isinstance(value, Message)
-        return (value.id, value.body, value.attempt)
-    if op.name == "receive_batch":
-        assert isinstance(value, list)
-        return tuple((m.id, m.body, m.attempt) for m in value)
-    if op.name in BATCH_RECEIPT_OPS:
-        assert isinstance(value, list)
-        return tuple(value)
-    return value
-
-
-# =============================================================================================
-# Bystanders: a blocked receiver or sender beside the call under test
-# =============================================================================================
-
-
-def start_bystander(w: World, kind: Bystander) -> Call[object]:
-    """A receiver (no visibility timeout: it starts no sweeper) or a sender of id ``by``,
-    blocked on the queue before the call under test runs."""
-    q = w.q
-    fn: Callable[[], object]
-    if kind == "receiver":
-        fn = partial(q.receive, visibility_timeout=None)
-    else:
-        fn = partial(q.send, "by", id="by")
-    call = Call(fn, BYSTANDER)
-    assert w.blocked(call), f"the {kind} did not block: {call.result()!r}"
-    return call
-
-
-def serve_bystander(
-    w: World, call: Call[object], kind: Bystander, s: spec.State, now: float, where: str = ""
-) -> spec.State:
-    """If ``s`` has work for the blocked bystander, it must be woken and take it: the state
-    after that. Otherwise it must still be asleep (not woken beside nothing to take)."""
-    work = bool(s.visible) if kind == "receiver" else spec.can_send(s, "by")
-    if not work:
-        assert w.blocked(call), f"{where}: the {kind} left with nothing to take: {call.result()}"
-        return s
-    try:
-        value = call.result()
-    except AssertionError as e:  # Call.result's bound ran out
-        what = f"visible {s.visible}" if kind == "receiver" else "a free slot"
-        raise AssertionError(f"{where}: the blocked {kind} sleeps beside {what}") from e
-    if kind == "sender":
-        assert value == "by", value
-        return spec.send(s, "by", "by")[0]
-    s, d = spec.receive(s, now, None)
-    assert d is not None and isinstance(value, Message), value
-    assert (value.id, value.body, value.attempt) == (d.id, d.body, d.attempt)
-    return s
-
-
-def end_bystander(call: Call[object]) -> None:
-    """After close: a bystander still blocked was woken by the shutdown."""
-    if call.finished:
-        with contextlib.suppress(ShutDown):
-            call.result()
-        return
-    with pytest.raises(ShutDown):
-        call.result()
-
-
-def bystander_for(s: spec.State) -> Bystander | None:
-    """The bystander a state can have: a receiver when nothing is visible, a sender when full."""
-    if not s.visible:
-        return "receiver"
-    if s.config.capacity is not None and s.active >= s.config.capacity:
-        return "sender"
-    return None
-
-
-# =============================================================================================
-# One run of a call that does not wait
-# =============================================================================================
-
-
-def exercise(
-    setup: Setup,
-    prefix: tuple[Op, ...],
-    op: Op,
-    bystander: Bystander | Literal["auto"] | None,
-    fault: Injection | None,
-) -> dict[Point, int]:
-    """Bring a fresh queue to the state ``prefix`` leads to, run ``op`` (with ``fault``), check
-    it, and return how many calls ``op`` made at each injection point.
-
-    With a fault: it must fire and be what the call raises, the queue must be exactly as
-    before (with a bystander still asleep), and the retried call must then succeed. Either
-    way the call's result and the state after it must agree with the spec, a bystander must
-    be woken iff there is work for it, and expiry must be healthy.
-    """
-    me = threading.current_thread()
-    with failing_thread_start(None) as starts:
-        w = World(setup, starts)
-        by: Call[object] | None = None
-        try:
-            for p in prefix:
-                result_of(p, outcome_of(prepare(w, p).run))
-            kind = bystander_for(w.state()) if bystander == "auto" else bystander
-            if kind is not None:
-                by = start_bystander(w, kind)
-            prepared = prepare(w, op)
-            op = prepared.op
-            before = w.observe()
-            s0 = w.state()
-            traced = len(w.sink.steps)
-            w.arm(fault, me)
-            outcome = outcome_of(prepared.run)
-            counts = w.counts()
-            where = f"{op} with a fault at {fault[0]} #{fault[1]}" if fault else str(op)
-            if fault is not None:
-                fired = w.fired()
-                assert fired is not None, f"{where}: the fault was never reached"
-                assert isinstance(outcome, Raised) and outcome.error is fired, (
-                    f"{where}: {fired!r} was raised inside, the caller got {outcome}"
-                )
-                assert w.observe() == before, f"{where}: the failed call changed the queue"
-                w.check()
-                if op.name != "sweep":
-                    assert w.sink.steps[traced:] == [], f"{where}: a failed call was traced"
-                if by is not None:
-                    assert w.blocked(by), f"{where}: the bystander left: {by.result()!r}"
-                w.disarm()
-                outcome = outcome_of(prepared.run)
-            s1, expected = model(s0, prepared, outcome, setup)
-            assert result_of(op, outcome) == expected, where
-            if by is not None and kind is not None:
-                s1 = serve_bystander(w, by, kind, s1, prepared.now, where)
-            w.check(s1)
-            health = w.q.health()
-            assert health.sweeper_failures == 0 and health.last_error is None, (where, health)
-            assert not health.expiry_stalled, (where, health)
-        finally:
-            w.q.close()
-        if by is not None:
-            end_bystander(by)
-    return counts
-
-
-def check_every_fault(
-    setup: Setup,
-    prefix: tuple[Op, ...],
-    op: Op,
-    bystander: Bystander | Literal["auto"] | None,
-    points: tuple[Point, ...] = POINTS,
-    fault: Fault | None = None,
-) -> dict[Point, int]:
-    """:func:`exercise` fault-free, counting, then with a fault at every point and every k."""
-    counts = exercise(setup, prefix, op, bystander, None)
-    for point in points:
-        for k in range(1, counts[point] + 1):
-            exercise(setup, prefix, op, bystander, (point, k, fault))
-    return counts
-
 
 # =============================================================================================
 # Every state-changing method, in the states that matter
