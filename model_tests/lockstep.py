@@ -144,14 +144,15 @@ class QueueMachine(RuleBasedStateMachine):
 
     receipts = Bundle("receipts")
     #: The class under test. The mutant catalogue's tests swap in a broken queue here
-    #: (model_tests/tests/test_mutants.py) to show that this machine catches it.
-    queue_class: type[impl.Queue[str]] = impl.Queue
+    #: (model_tests/tests/test_mutants.py) to show that this machine catches it; the FIFO
+    #: machine (test_lockstep_fifo.py) an ``impl.FifoQueue``, with its own ``send`` rules.
+    queue_class: type[impl.BaseQueue[str]] = impl.Queue
 
     def __init__(self) -> None:
         super().__init__()
         self.clock = ProbeClock()
         self.now: spec.Time = 0.0
-        self.queues: list[impl.Queue[str]] = []
+        self.queues: list[impl.BaseQueue[str]] = []
         self.states: list[spec.State] = []
         self.config = spec.Config()
         self.default_vt: float | None = None
@@ -210,6 +211,7 @@ class QueueMachine(RuleBasedStateMachine):
         ``delay``: the queue's default (``None`` on both sides), or a time (0: none)."""
         self._stepped()
         q, s = self.queues[pair], self.states[pair]
+        assert isinstance(q, impl.Queue), "a standard send on a FIFO queue"
         d = None if isinstance(delay, str) else delay
         try:
             got = q.send(body, id=id, delay=d, block=False)
@@ -235,6 +237,7 @@ class QueueMachine(RuleBasedStateMachine):
         batch may repeat an id, reuse an accepted one, or not fit (then nothing changes)."""
         self._stepped()
         q, s = self.queues[pair], self.states[pair]
+        assert isinstance(q, impl.Queue), "a standard send_batch on a FIFO queue"
         drawn = [
             (
                 data.draw(st.sampled_from((*IDS, None)), label="id"),

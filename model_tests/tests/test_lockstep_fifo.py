@@ -42,7 +42,7 @@ DEDUPS: Final[tuple[str | None, ...]] = (None, None, "x", "y")
 class FifoMachine(QueueMachine):
     """Two (impl.FifoQueue, spec.State with fifo=True) pairs in lockstep on one fake clock."""
 
-    queue_class: type[impl.Queue[str]] = impl.FifoQueue
+    queue_class: type[impl.BaseQueue[str]] = impl.FifoQueue
 
     @initialize(
         capacity=st.sampled_from((None, 3, None, 2)),
