@@ -51,6 +51,7 @@ from impl import (
     Message,
     Queue,
 )
+from impl.sweeper import FIRST_BACKOFF
 from model_tests.fault_matrix import (
     BLOCKING_POINTS,
     DEFAULT,
@@ -622,17 +623,27 @@ def expire_rest(w: World, calls: list[Call[object]]) -> None:
         w.check(s)
 
 
+def survives(point: Point, fired: BaseException) -> bool:
+    """Whether the sweeper thread outlives a fault: a failed round (its clock read or its trace
+    sink raising an ``Exception``) is retried after a backoff; a failing wait, or a
+    ``BaseException`` such as ``KeyboardInterrupt``, ends the thread."""
+    return point != "wait" and isinstance(fired, Exception)
+
+
 def sweeper_exercise(
     phase: Phase, resume: Resume, fault: Injection | None, caplog: pytest.LogCaptureFixture
 ) -> dict[Point, int]:
     """A fault in the sweeper thread, on its first round (``start``: the receive that armed
     ``a`` started it) or on the round that expires ``a`` and ``c`` (``expiry``).
 
-    Then: the fault is logged at ERROR on ``impl.queue`` with its traceback, the failed sweep
-    changed nothing (a blocked receiver is still asleep), a restart whose thread cannot start
-    changes nothing either (``health()`` then says expiry is stalled), and after ``resume``
-    (an arm, ``sweep()`` or ``health()``) the blocked receiver gets ``a`` again, and every
-    deadline left expires through the restarted sweeper.
+    Then: the fault is logged at ERROR on ``impl.queue`` with its traceback, and the failed
+    sweep changed nothing (a blocked receiver is still asleep). A failed round (see
+    :func:`survives`) leaves the same thread running, counted by ``health()``: once the
+    queue's clock passes the backoff it sweeps again by itself, and the blocked receiver gets
+    ``a``, with no other call. A dead sweeper: a restart whose thread cannot start changes
+    nothing (``health()`` then says expiry is stalled), and after ``resume`` (an arm,
+    ``sweep()`` or ``health()``) the blocked receiver gets ``a`` again. Either way every
+    deadline left expires through the sweeper.
     """
     caplog.clear()
     setup = Setup(capacity=None, vt=10.0)
@@ -681,8 +692,16 @@ def sweeper_exercise(
                 fired = w.fired()
                 thread = w.fired_in()
                 assert fired is not None and thread is not None and is_sweeper(thread)
-                thread.join(BOUND)
-                assert not thread.is_alive()
+                alive = survives(fault[0], fired)
+                if alive:
+                    # Back to waiting, for its backoff: the same thread, not a restart.
+                    assert wait_until(lambda: w.clock.waits_begun(is_sweeper) > begun), (
+                        "the sweeper did not go back to waiting after its failed round"
+                    )
+                    assert thread.is_alive()
+                else:
+                    thread.join(BOUND)
+                    assert not thread.is_alive()
                 errors = sweeper_errors(caplog)
                 assert len(errors) == 1, errors
                 assert errors[0].levelno == logging.ERROR and errors[0].exc_info is not None
@@ -692,14 +711,24 @@ def sweeper_exercise(
                     if by is not None:
                         assert w.blocked(by)
                 w.check(s)
-                s = resume_expiry(w, resume, d, s)
-                if by is not None and not swept:
-                    s = serve_bystander(w, by, "receiver", spec.expire(s, 10.0)[0], 10.0)
+                if alive:
+                    health = q.health()
+                    assert health.sweeper_running and not health.expiry_stalled, health
+                    assert (health.sweeper_failures, health.last_error) == (1, fired), health
+                    # Expiry resumes by itself once the queue's clock passes the backoff.
+                    w.advance(FIRST_BACKOFF, wake=True)
+                    if by is not None:
+                        now = w.clock.inner.now()
+                        s = serve_bystander(w, by, "receiver", spec.expire(s, now)[0], now)
+                else:
+                    s = resume_expiry(w, resume, d, s)
+                    if by is not None and not swept:
+                        s = serve_bystander(w, by, "receiver", spec.expire(s, 10.0)[0], 10.0)
                 w.check(s)
                 health = q.health()
                 assert health.sweeper_running and not health.expiry_stalled, health
                 assert health.sweeper_failures == 1, health
-                if resume != "health":
+                if resume != "health" or alive:
                     assert health.last_error is fired, health
             expire_rest(w, calls)
         finally:
@@ -748,32 +777,43 @@ def resume_expiry(w: World, resume: Resume, d: Message[str], s: spec.State) -> s
     return s
 
 
-@pytest.mark.parametrize("resume", ["arm", "sweep", "health"])
 @pytest.mark.parametrize(
     ("phase", "point"),
-    [
-        ("start", "now"),
-        ("start", "wait"),
-        ("expiry", "now"),
-        ("expiry", "wait"),
-        ("expiry", "sink"),
-    ],
+    [("start", "now"), ("expiry", "now"), ("expiry", "sink")],
 )
-def test_a_failing_sweeper_is_reported_changes_nothing_and_expiry_resumes(
-    phase: Phase, point: Point, resume: Resume, caplog: pytest.LogCaptureFixture
+def test_a_failed_sweep_is_reported_changes_nothing_and_expiry_resumes_by_itself(
+    phase: Phase, point: Point, caplog: pytest.LogCaptureFixture
 ) -> None:
+    """Every failure point of a round (its clock read, its trace sink), at every call: the
+    sweeper survives, and expiry resumes with no other call (the resume is not used)."""
     caplog.set_level(logging.ERROR, logger="impl.queue")
-    counts = sweeper_exercise(phase, resume, None, caplog)
+    counts = sweeper_exercise(phase, "health", None, caplog)
     assert counts[point] >= 1, counts
     for k in range(1, counts[point] + 1):
-        sweeper_exercise(phase, resume, (point, k, None), caplog)
+        sweeper_exercise(phase, "health", (point, k, None), caplog)
+
+
+@pytest.mark.parametrize("resume", ["arm", "sweep", "health"])
+@pytest.mark.parametrize("phase", ["start", "expiry"])
+def test_a_sweeper_whose_wait_fails_dies_is_reported_and_expiry_resumes(
+    phase: Phase, resume: Resume, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A failing clock wait ends the thread (it cannot wait without it): reported, and the
+    next arm, ``sweep()`` or ``health()`` starts another."""
+    caplog.set_level(logging.ERROR, logger="impl.queue")
+    counts = sweeper_exercise(phase, resume, None, caplog)
+    assert counts["wait"] >= 1, counts
+    for k in range(1, counts["wait"] + 1):
+        sweeper_exercise(phase, resume, ("wait", k, None), caplog)
 
 
 @pytest.mark.parametrize("fault", OTHER_FAULTS, ids=lambda f: f.__name__)
 @pytest.mark.parametrize("point", SWEEPER_POINTS)
-def test_a_sweeper_killed_by_memory_error_or_interrupt_is_reported_too(
+def test_a_sweeper_hit_by_memory_error_or_interrupt_is_reported_too(
     point: Point, fault: type[BaseException], caplog: pytest.LogCaptureFixture
 ) -> None:
+    """A ``MemoryError`` in a round is a failed round like any other (retried); an interrupt
+    (a ``BaseException``) ends the thread, which the next ``health()`` restarts."""
     caplog.set_level(logging.ERROR, logger="impl.queue")
     counts = sweeper_exercise("expiry", "health", None, caplog)
     for k in range(1, counts[point] + 1):
