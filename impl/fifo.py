@@ -38,7 +38,7 @@ class FifoQueue(BaseQueue[T]):
     arguments.)
     """
 
-    core_class = FifoCore
+    _core_class = FifoCore
 
     def __init__(
         self,

@@ -37,7 +37,7 @@ class Queue(BaseQueue[T]):
     conditions and the failure model are the shell's (:class:`impl.shell.BaseQueue`).
     """
 
-    core_class = Core
+    _core_class = Core
 
     def send(
         self,

@@ -100,7 +100,7 @@ def _not_a_receipt(value: object) -> TypeError:
 
 class BaseQueue(Generic[T]):
     """What :class:`impl.Queue` and :class:`impl.FifoQueue` share: every operation but the
-    sends, on a core of :attr:`core_class`. Not built directly (it has no ``send``).
+    sends, on a core of :attr:`_core_class`. Not built directly (it has no ``send``).
 
     Threads: the first timer (a finite deadline or a delay) starts one daemon sweeper thread;
     a queue with neither never starts one. The sweeper holds only a weak reference to the
@@ -124,7 +124,7 @@ class BaseQueue(Generic[T]):
     """
 
     #: The core this shell runs (a mutant's shell names a broken one).
-    core_class: ClassVar[type[Core[Any]]] = Core
+    _core_class: ClassVar[type[Core[Any]]] = Core
 
     def __init__(
         self,
@@ -149,7 +149,7 @@ class BaseQueue(Generic[T]):
         self._delay = check_time("delay", delay)
         self._clock: Clock = MonotonicClock() if clock is None else check_clock("clock", clock)
         self._token = forking.new_token()
-        self._core: Core[T] = self.core_class(self._token, capacity, max_receives)
+        self._core: Core[T] = self._core_class(self._token, capacity, max_receives)
 
         # An RLock, not a Lock: Condition.wait re-takes an RLock in a way that a signal handler
         # cannot interrupt, and an RLock can never be released by a thread that does not hold

@@ -4,7 +4,7 @@ Each mutant is a subclass of ``impl.Queue`` (or ``impl.FifoQueue``) with exactly
 few lines, named and explained in its docstring: what the bug is, why it is wrong, and which of
 the project's checks catch it. Most bugs are in a step of the core: the mutant is then a core
 class (``XCore``, a subclass of ``impl.core.Core`` or ``impl.fifo_core.FifoCore`` overriding one
-step) and a shell that names it (``core_class = XCore``). The others override one of the
+step) and a shell that names it (``_core_class = XCore``). The others override one of the
 shell's named seams (``impl/shell.py``: ``_wait_for_room``, ``_sleep_until``, ``_notify``,
 ``_wait``). A broken core that needs something of its shell (a window with the lock released, a
 clock) is handed it by its shell's constructor. A mutant imports no private name of ``impl``;
@@ -114,7 +114,7 @@ class PlainBlockingQueue(Queue[T]):
     as in :class:`CapacityFreedOnReceiveQueue`, because that is what a plain queue does.
     """
 
-    core_class = PlainBlockingCore
+    _core_class = PlainBlockingCore
 
     def __init__(
         self,
@@ -147,7 +147,7 @@ class _Windowed(Queue[T]):
     default nothing) that a mutant runs in the window its bug opens, with the lock released, so
     a test places another thread's step there deterministically. Not a mutant itself."""
 
-    core_class: ClassVar[type[Core[Any]]] = WindowedCore
+    _core_class: ClassVar[type[Core[Any]]] = WindowedCore
 
     def __init__(
         self,
@@ -205,7 +205,7 @@ class SplitReceiveQueue(_Windowed[T]):
     (no sequential order of the spec delivers ``(a, 1)`` twice).
     """
 
-    core_class = SplitReceiveCore
+    _core_class = SplitReceiveCore
 
 
 class UnarmedDeadlineCore(Core[T]):
@@ -230,7 +230,7 @@ class UnarmedDeadlineQueue(Queue[T]):
     of the observable state fails.
     """
 
-    core_class = UnarmedDeadlineCore
+    _core_class = UnarmedDeadlineCore
 
 
 # =============================================================================================
@@ -258,7 +258,7 @@ class DeleteByIdQueue(Queue[T]):
     the spec says ``False``, this queue says ``True``.
     """
 
-    core_class = DeleteByIdCore
+    _core_class = DeleteByIdCore
 
 
 # =============================================================================================
@@ -288,7 +288,7 @@ class UncheckedAttemptQueue(Queue[T]):
     a redelivery) and forged future ones; the spec refuses them, this queue acts on them.
     """
 
-    core_class = UncheckedAttemptCore
+    _core_class = UncheckedAttemptCore
 
 
 class ReusedReceiptCore(Core[T]):
@@ -312,7 +312,7 @@ class ReusedReceiptQueue(Queue[T]):
     assertion gone, the stale deletes that follow fail like :class:`UncheckedAttemptQueue`'s.
     """
 
-    core_class = ReusedReceiptCore
+    _core_class = ReusedReceiptCore
 
 
 # =============================================================================================
@@ -343,7 +343,7 @@ class ForgetfulSweeperQueue(Queue[T]):
     a receiver, expires a message, and asks whether the receiver was woken.
     """
 
-    core_class = ForgetfulSweeperCore
+    _core_class = ForgetfulSweeperCore
 
 
 class PollingSweeperQueue(Queue[T]):
@@ -394,7 +394,7 @@ class CapacityFreedOnReceiveQueue(Queue[T]):
     run at the end of every transition) fails inside ``send``.
     """
 
-    core_class = CapacityFreedOnReceiveCore
+    _core_class = CapacityFreedOnReceiveCore
 
 
 class ExpiredToHeadCore(Core[T]):
@@ -419,7 +419,7 @@ class ExpiredToHeadQueue(Queue[T]):
     ``FifoVisible`` (checked on the queue's state after every step) finds the order wrong.
     """
 
-    core_class = ExpiredToHeadCore
+    _core_class = ExpiredToHeadCore
 
 
 class SwapRemoveCancelCore(Core[T]):
@@ -449,7 +449,7 @@ class SwapRemoveCancelQueue(Queue[T]):
     or more, and ``FifoVisible`` finds the tail ahead of older messages.
     """
 
-    core_class = SwapRemoveCancelCore
+    _core_class = SwapRemoveCancelCore
 
 
 class RetryKeepsAttemptCore(Core[T]):
@@ -476,7 +476,7 @@ class RetryKeepsAttemptQueue(Queue[T]):
     one; ``AttemptsCount``'s step half (attempts never go down) fails on the next check.
     """
 
-    core_class = RetryKeepsAttemptCore
+    _core_class = RetryKeepsAttemptCore
 
 
 class DeadLetterOffByOneCore(Core[T]):
@@ -501,7 +501,7 @@ class DeadLetterOffByOneQueue(Queue[T]):
     comparison of the observable state fails.
     """
 
-    core_class = DeadLetterOffByOneCore
+    _core_class = DeadLetterOffByOneCore
 
 
 class ExtendAddsCore(Core[T]):
@@ -526,7 +526,7 @@ class ExtendAddsQueue(Queue[T]):
     first extension of a delivery whose deadline is not ``now`` differs.
     """
 
-    core_class = ExtendAddsCore
+    _core_class = ExtendAddsCore
 
 
 # =============================================================================================
@@ -561,7 +561,7 @@ class EarlyDelayQueue(Queue[T]):
     finds it visible at 0.75, before its ``visible_at`` 1.0.
     """
 
-    core_class = EarlyDelayCore
+    _core_class = EarlyDelayCore
     TICK: Final = EarlyDelayCore.TICK
 
 
@@ -590,7 +590,7 @@ class SeparateTimerOrderQueue(Queue[T]):
     is a, b; the queue's is b, a; the comparison of the observable state fails.
     """
 
-    core_class = SeparateTimerOrderCore
+    _core_class = SeparateTimerOrderCore
 
 
 class PurgeMissesDelayedCore(Core[T]):
@@ -620,7 +620,7 @@ class PurgeMissesDelayedQueue(Queue[T]):
     counts it and this queue does not, so the purge rule's comparison of the counts fails.
     """
 
-    core_class = PurgeMissesDelayedCore
+    _core_class = PurgeMissesDelayedCore
 
 
 class PrefixSendBatchCore(Core[T]):
@@ -647,7 +647,7 @@ class PrefixSendBatchQueue(Queue[T]):
     send_batch rule's check that every entry got an id fails.
     """
 
-    core_class = PrefixSendBatchCore
+    _core_class = PrefixSendBatchCore
 
 
 class SplitReceiveBatchCore(WindowedCore[T]):
@@ -682,7 +682,7 @@ class SplitReceiveBatchQueue(_Windowed[T]):
     concurrent history.
     """
 
-    core_class = SplitReceiveBatchCore
+    _core_class = SplitReceiveBatchCore
 
 
 class DeleteBatchStopsCore(Core[T]):
@@ -713,7 +713,7 @@ class DeleteBatchStopsQueue(Queue[T]):
     rule's comparison of the results fails.
     """
 
-    core_class = DeleteBatchStopsCore
+    _core_class = DeleteBatchStopsCore
 
 
 # =============================================================================================
@@ -781,7 +781,7 @@ class OnlyWhenEmptySweeperQueue(Queue[T]):
     receiver asleep with no timer beside a visible message: LOST WAKEUP.
     """
 
-    core_class = OnlyWhenEmptySweeperCore
+    _core_class = OnlyWhenEmptySweeperCore
 
 
 class UnsweptIsDeadCore(Core[T]):
@@ -815,7 +815,7 @@ class UnsweptIsDeadQueue(Queue[T]):
     (NOT LINEARIZABLE). With real threads this needed interleaving luck (5 runs in 10).
     """
 
-    core_class = UnsweptIsDeadCore
+    _core_class = UnsweptIsDeadCore
 
     def __init__(
         self,
@@ -885,7 +885,7 @@ class TailReleaseFifoQueue(FifoQueue[T]):
     that group delivers a later message of the group before the released one.
     """
 
-    core_class = TailReleaseFifoCore
+    _core_class = TailReleaseFifoCore
 
 
 class LockBlindFifoCore(FifoCore[T]):
@@ -906,7 +906,7 @@ class LockBlindFifoQueue(FifoQueue[T]):
     locked when it began.
     """
 
-    core_class = LockBlindFifoCore
+    _core_class = LockBlindFifoCore
 
 
 class InterleavedBatchFifoCore(FifoCore[T]):
@@ -930,7 +930,7 @@ class InterleavedBatchFifoQueue(FifoQueue[T]):
     exhausted): a batch over two groups returns them interleaved.
     """
 
-    core_class = InterleavedBatchFifoCore
+    _core_class = InterleavedBatchFifoCore
 
 
 class SlidingDedupFifoCore(FifoCore[T]):
@@ -954,7 +954,7 @@ class SlidingDedupFifoQueue(FifoQueue[T]):
     ``dedup_interval`` after the acceptance, whatever duplicates came in between).
     """
 
-    core_class = SlidingDedupFifoCore
+    _core_class = SlidingDedupFifoCore
 
 
 class RejectedDedupFifoCore(FifoCore[T]):
@@ -976,7 +976,7 @@ class RejectedDedupFifoQueue(FifoQueue[T]):
     accepted message): the retry of a send rejected as full gets the rejected id back.
     """
 
-    core_class = RejectedDedupFifoCore
+    _core_class = RejectedDedupFifoCore
 
 
 class SilentUnlockFifoCore(FifoCore[T]):
@@ -1000,7 +1000,7 @@ class SilentUnlockFifoQueue(FifoQueue[T]):
     whether the receiver was woken.
     """
 
-    core_class = SilentUnlockFifoCore
+    _core_class = SilentUnlockFifoCore
 
 
 #: Every FIFO mutant by name, in the order of the module docstring (apart from :data:`MUTANTS`:

@@ -401,7 +401,7 @@ class _NotifyIfEmptySweepCore(Core[T]):
 
 
 class _NotifyIfEmptySweepQueue(Queue[T]):
-    core_class = _NotifyIfEmptySweepCore
+    _core_class = _NotifyIfEmptySweepCore
 
 
 def _run_expire_together(queue_class: type[Queue[str]]) -> list[ThreadEvent]:
