@@ -27,6 +27,14 @@ from typing import Final
 
 import pytest
 
+import impl
+from impl.clock import FakeClock
+from impl.core import Core, Record
+from impl.fifo_core import FifoCore, FifoRecord
+from impl.shell import BaseQueue
+from impl.sweeper import SweeperLink
+from impl.sync import Sync
+from impl.timers import Timer, Timers
 from model_tests import mutants
 from tla.models import discover
 
@@ -92,7 +100,7 @@ def test_the_three_columns_of_receive_quote_the_three_sources() -> None:
     text = PRIMER.read_text()
     (m,) = _COLUMNS.finditer(text)
     paths = [p.strip() for p in m.group(1).split("|")]
-    assert paths == ["tla/Queue.tla", "spec/transitions.py", "impl/queue.py"]
+    assert paths == ["tla/Queue.tla", "spec/transitions.py", "impl/core.py"]
     sources = [(ROOT / p).read_text().splitlines() for p in paths]
     rows = m.group(2).splitlines()[2:]  # after the header and the rule
     assert len(rows) >= 10
@@ -286,6 +294,37 @@ def unknown_names(code: str, layer: str, words: set[str], files: set[str]) -> li
     return [w for w in re.findall(r"[A-Za-z_]\w+", code) if w not in words]
 
 
+#: The classes an impl cell may name as ``Class.attribute``: impl's exports and its parts.
+IMPL_CLASSES: Final[dict[str, type]] = {
+    **{n: getattr(impl, n) for n in impl.__all__ if isinstance(getattr(impl, n), type)},
+    **{
+        c.__name__: c
+        for c in (Core, Record, FifoCore, FifoRecord, SweeperLink, Sync, Timer, Timers)
+    },
+}
+
+
+def unresolved(code: str) -> list[str]:
+    """The ``Class.attribute`` names of an impl cell's code span that do not exist: neither on
+    the class nor, for an instance attribute, on a queue or core built with defaults."""
+    bad = []
+    for cls_name, attr in re.findall(r"(?<![\w.])([A-Z]\w*)\.(\w+)", code):
+        cls = IMPL_CLASSES.get(cls_name)
+        if cls is None or attr in ("py", "tla", "cfg") or hasattr(cls, attr):
+            continue
+        if issubclass(cls, BaseQueue):
+            q = cls(clock=FakeClock())
+            found = hasattr(q, attr)
+            q.close()
+        elif issubclass(cls, Core):
+            found = hasattr(cls(1, None, None), attr)
+        else:
+            found = False
+        if not found:
+            bad.append(f"{cls_name}.{attr}")
+    return bad
+
+
 def test_every_section_of_the_walkthrough_ends_with_where_it_lives() -> None:
     page = DOCS / "walkthrough.md"
     numbered = [s for s in sections(page) if re.match(r"\d\. ", s)]
@@ -319,7 +358,12 @@ def test_every_name_in_the_where_it_lives_tables_exists_in_its_layer() -> None:
                     checked += 1
                     bad = unknown_names(code, layer, words[layer], names[layer])
                     assert not bad, f"{layer} has no {bad} (row {row[0]!r})"
+                    if layer == "impl":
+                        gone = unresolved(code)
+                        assert not gone, f"impl has no {gone} (row {row[0]!r})"
     assert checked >= 80
     # and the check can fail
     assert unknown_names("Queue.nosuch", "impl", words["impl"], names["impl"]) == ["nosuch"]
     assert unknown_names("Nope.tla", "TLA+", words["TLA+"], names["TLA+"]) == ["Nope.tla"]
+    assert unresolved("Queue._deliver, Core.deliver, Core.visible") == ["Queue._deliver"]
+    assert unresolved("FifoQueue._wake_group") == ["FifoQueue._wake_group"]
