@@ -3,6 +3,9 @@
 - No test may leave a thread running: every ``impl.Queue`` a test creates must be closed, and
   every thread a test starts must end. Threads still alive after the test get a bounded join,
   then the test fails with their names.
+- The test-support modules of ``model_tests`` whose plain ``assert`` statements are the checks
+  (the lockstep machine, the fault matrix) get pytest's assertion rewriting, as test modules
+  do, so a failing check says what it compared.
 - ``spawn(fn)`` runs ``fn()`` in a background thread and returns its
   :class:`model_tests.support.Call`, whose outcome the test then waits for with a bound.
 """
@@ -14,7 +17,10 @@ from collections.abc import Iterator
 
 import pytest
 
-from model_tests.support import BOUND, Spawn, Spawner
+# Before anything imports them (model_tests.support imports impl only).
+pytest.register_assert_rewrite("model_tests.lockstep", "model_tests.fault_matrix")
+
+from model_tests.support import BOUND, Spawn, Spawner  # noqa: E402
 
 
 @pytest.fixture(autouse=True)

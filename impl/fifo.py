@@ -16,7 +16,7 @@ them.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from impl.clock import Clock
 from impl.core import T
@@ -126,7 +126,7 @@ class FifoQueue(BaseQueue[T]):
                 # Accepted by another sender while this one waited: now a duplicate.
                 if dedup_id is not None:
                     now = self._clock.now()
-                    earlier = self._fcore.duplicate(dedup_id, now)
+                    earlier = self._fcore.rechecked(dedup_id, now)
                     if earlier is not None:
                         if self._fcore.has_room():
                             self._notify(self.not_full)  # pass on a notify we may have taken
@@ -225,16 +225,14 @@ class FifoQueue(BaseQueue[T]):
             endtime = None if wait is None else check_later("timeout", self._clock.now(), wait)
             earlier: list[str | None] = [None] * n
 
-            def classify() -> list[int]:
+            def classify(test: Callable[[str, float], str | None]) -> list[int]:
                 # Which entries are duplicates (checked before ids and room, and again after
                 # each wait: another sender may have accepted a dedup id meanwhile); the others.
                 now = self._clock.now() if seen else 0.0
-                earlier[:] = [
-                    None if dd is None else self._fcore.duplicate(dd, now) for dd in dedups
-                ]
+                earlier[:] = [None if dd is None else test(dd, now) for dd in dedups]
                 return [i for i in range(n) if earlier[i] is None]
 
-            fresh = classify()
+            fresh = classify(self._fcore.duplicate)
             where: dict[str, int] = {}
             for i in fresh:
                 mine = ids[i]
@@ -259,7 +257,7 @@ class FifoQueue(BaseQueue[T]):
                 nonlocal fresh, rounds
                 rounds += 1
                 if rounds > 1:  # the first round's classification is the one just made
-                    fresh = classify()
+                    fresh = classify(self._fcore.rechecked)
                 named = [(f"entries[{i}].id", mine) for i in fresh if (mine := ids[i]) is not None]
                 return self._unclaimed("send_batch", named, len(fresh))
 

@@ -130,6 +130,12 @@ class FifoCore(Core[T]):
             return hit[0]
         return None
 
+    def rechecked(self, dedup_id: str, now: float) -> str | None:
+        """The duplicate test again, for a send that waited for room (another sender may have
+        accepted ``dedup_id`` meanwhile): :meth:`duplicate`. A step of its own so the catalogue
+        can leave it out."""
+        return self.duplicate(dedup_id, now)
+
     def dedup_records(self) -> tuple[tuple[str, str, float], ...]:
         """The dedup records ``(dedup_id, id, accepted_at)``, sorted by dedup id."""
         return tuple(sorted((k, id, at) for k, (id, at) in self.dedup.items()))

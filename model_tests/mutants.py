@@ -68,6 +68,7 @@ from impl.fifo import FifoQueue
 from impl.fifo_core import FifoCore
 from impl.message import Receipt
 from impl.queue import Queue
+from impl.shell import BaseQueue
 from impl.timers import Timer
 
 T = TypeVar("T")
@@ -76,6 +77,34 @@ T = TypeVar("T")
 def _nothing() -> None:
     """The default ``between`` of the windowed mutants (no other consumer runs in the window),
     and of the shell callbacks a broken core is given."""
+
+
+def broken_parts(cls: type[BaseQueue[Any]]) -> list[tuple[type, str]]:
+    """What a mutant overrides of the real queue: ``(class, name)`` for each step of
+    ``impl.core.Core`` (or ``FifoCore``) its core redefines, and each shell seam (a method of
+    ``impl.shell.BaseQueue``, constructor aside) its shell redefines. A mutant has one."""
+    real_core = FifoCore if issubclass(cls, FifoQueue) else Core
+    real_shell = FifoQueue if issubclass(cls, FifoQueue) else Queue
+    parts: list[tuple[type, str]] = []
+    for klass in cls._core_class.__mro__:
+        if klass is real_core:
+            break
+        parts += [
+            (klass, attr)
+            for attr, value in vars(klass).items()
+            if callable(value) and not attr.startswith("_") and hasattr(real_core, attr)
+        ]
+    for klass in cls.__mro__:
+        if klass is real_shell:
+            break
+        parts += [
+            (klass, attr)
+            for attr, value in vars(klass).items()
+            if callable(value)
+            and attr not in ("__init__", "_core_class")
+            and hasattr(BaseQueue, attr)
+        ]
+    return parts
 
 
 # =============================================================================================

@@ -38,7 +38,8 @@ import pytest
 from hypothesis import HealthCheck, Phase, settings
 from hypothesis.stateful import run_state_machine_as_test
 
-from impl import Entry, FakeClock, Message, Queue
+from impl import Entry, FakeClock, Message, Queue, shell
+from impl.core import Core
 from model_tests import lockstep, mutants
 from model_tests.linearizability import (
     HistoryRecorder,
@@ -71,6 +72,7 @@ from model_tests.mutants import (
     SwapRemoveCancelQueue,
     UnarmedDeadlineQueue,
     UncheckedAttemptQueue,
+    broken_parts,
 )
 from model_tests.scenario_format import QueueConfig
 from model_tests.support import BOUND, ProbeClock
@@ -735,29 +737,31 @@ def test_every_mutant_in_the_catalogue_is_caught_and_documented() -> None:
         assert issubclass(cls, Queue) and cls is not Queue
 
 
-#: The hooks ``impl.Queue``'s docstring lists under "Hooks for subclasses": ``_name(...)``.
-DOCUMENTED_HOOKS: Final = frozenset(
-    re.findall(r"``(_\w+)\(", (inspect.getdoc(Queue) or "").partition("Hooks for subclasses")[2])
+#: The shell seams ``impl/shell.py`` names for the catalogue: ``_name(...)``.
+SEAMS: Final = frozenset(
+    re.findall(
+        r"``(_\w+)\(", (inspect.getdoc(shell) or "").partition("Seams for the mutant catalogue")[2]
+    )
 )
-#: The most lines a mutant's hook may have, docstring and comments included.
+#: The most lines a mutant's broken step may have, docstring and comments included.
 HOOK_LINES: Final = 15
 
 
-def test_every_mutant_overrides_one_documented_hook_in_a_few_lines() -> None:
-    """A mutant is the real queue with one small step replaced (the constructor may take an
-    extra argument), so when ``impl.Queue`` changes, the mutant changes with it."""
-    assert {"_deliver", "_live", "_release", "_arm"} <= DOCUMENTED_HOOKS
+def test_every_mutant_overrides_one_core_step_or_shell_seam_in_a_few_lines() -> None:
+    """A mutant is the real queue with one small step replaced: one public step of the core
+    (``impl.core.Core``) or one named seam of the shell (the constructor may wire the broken
+    core to its shell), so when ``impl`` changes, the mutant changes with it."""
+    assert {"_notify", "_wait", "_wait_for_room", "_aim", "_sleep_until"} <= SEAMS
     for name, cls in MUTANTS.items():
-        overridden = {
-            attr
-            for attr, value in vars(cls).items()
-            if callable(value) and hasattr(Queue, attr) and attr != "__init__"
-        }
-        assert len(overridden) == 1, f"{name} overrides {sorted(overridden)}, not one hook"
-        (hook,) = overridden
-        assert hook in DOCUMENTED_HOOKS, f"{name} overrides {hook}, not a documented hook"
-        lines, _ = inspect.getsourcelines(getattr(cls, hook))
-        assert len(lines) <= HOOK_LINES, f"{name}.{hook} has {len(lines)} lines"
+        parts = broken_parts(cls)
+        assert len(parts) == 1, f"{name} overrides {parts}, not one step"
+        ((klass, attr),) = parts
+        if attr.startswith("_"):
+            assert attr in SEAMS, f"{name} overrides {attr}, not a named seam"
+        else:
+            assert callable(getattr(Core, attr)), f"{name} overrides {attr}, not a core step"
+        lines, _ = inspect.getsourcelines(getattr(klass, attr))
+        assert len(lines) <= HOOK_LINES, f"{name}.{attr} has {len(lines)} lines"
 
 
 def test_the_catalogue_imports_no_private_name_of_the_queue() -> None:
