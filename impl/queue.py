@@ -65,8 +65,9 @@ class Queue(BaseQueue[T]):
         if id is not None:
             id = check_id("id", id)
         d = self._delay if delay is None else check_time("delay", delay)
-        check_bool("block", block)
-        wait = check_optional_time("timeout", timeout)
+        if block is not True and block is not False:
+            check_bool("block", block)
+        wait = None if timeout is None else check_time("timeout", timeout)
         if self._sink_thread is not None:
             self._refuse_reentry("send")
         with self.mutex:

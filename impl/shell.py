@@ -231,8 +231,10 @@ class BaseQueue(Generic[T]):
         waiting. On any exception (including one from the clock, the trace sink or the start of
         the sweeper thread) the queue is unchanged.
         """
-        check_bool("block", block)
-        wait = check_optional_time("timeout", timeout)
+        # The common arguments pass two identity tests; the checks name the bad ones.
+        if block is not True and block is not False:
+            check_bool("block", block)
+        wait = None if timeout is None else check_time("timeout", timeout)
         if visibility_timeout is QUEUE_DEFAULT:
             vt = self._visibility_timeout
         else:
@@ -286,8 +288,10 @@ class BaseQueue(Generic[T]):
         n = check_int("max_messages", max_messages, 1)
         if n > MAX_BATCH:
             raise ValueError(f"max_messages must be <= {MAX_BATCH}, got {n!r}")
-        check_bool("block", block)
-        wait = check_optional_time("timeout", timeout)
+        # The common arguments pass two identity tests; the checks name the bad ones.
+        if block is not True and block is not False:
+            check_bool("block", block)
+        wait = None if timeout is None else check_time("timeout", timeout)
         if visibility_timeout is QUEUE_DEFAULT:
             vt = self._visibility_timeout
         else:
@@ -742,20 +746,16 @@ class BaseQueue(Generic[T]):
     # -- shell seams, each called with mutex held ---------------------------------------------
 
     def _wake(self, wake: Wake) -> None:
-        """Wake whom a core step enabled: ``(receivers, senders)``, that many of each at most."""
+        """Wake whom a core step enabled: ``(receivers, senders)``, that many of each at most
+        (fewer if fewer wait: ``_notify`` is called only for a condition with waiters)."""
         receivers, senders = wake
-        if receivers:
-            if receivers == 1:
+        waiting = self._waiting
+        if receivers and waiting[self.not_empty]:
+            for _ in range(min(receivers, waiting[self.not_empty])):
                 self._notify(self.not_empty)
-            else:
-                for _ in range(min(receivers, self._waiting[self.not_empty])):
-                    self._notify(self.not_empty)
-        if senders:
-            if senders == 1:
+        if senders and waiting[self.not_full]:
+            for _ in range(1 if waiting[BATCH_SENDERS] else min(senders, waiting[self.not_full])):
                 self._notify(self.not_full)
-            else:
-                for _ in range(min(senders, self._waiting[self.not_full])):
-                    self._notify(self.not_full)
 
     def _notify(self, cond: threading.Condition) -> None:
         """Wake one waiter of ``cond``, if any: every wakeup of a transition comes through here.

@@ -36,36 +36,33 @@ class Timer(NamedTuple):
         return not self.attempt
 
 
-class Timers:
-    """A heap of :class:`Timer` entries, earliest first.
+class Timers(list[Timer]):
+    """A heap of :class:`Timer` entries, earliest first: a list kept in ``heapq`` order.
 
-    Only the queue's core touches it, with the queue's lock held.
+    A list itself (not a wrapper of one) so that the hot path pays no method call: the core
+    pushes with ``heapq.heappush(timers, timer)`` and counts with ``len(timers)``. Only the
+    queue's core touches it, with the queue's lock held.
     """
 
-    __slots__ = ("heap",)
-
-    def __init__(self) -> None:
-        self.heap: list[Timer] = []
-
-    def __len__(self) -> int:
-        return len(self.heap)
+    __slots__ = ()
 
     def push(self, timer: Timer) -> None:
-        heapq.heappush(self.heap, timer)
+        heapq.heappush(self, timer)
 
     def first(self) -> Timer | None:
         """The earliest entry, current or stale, or ``None`` when empty."""
-        return self.heap[0] if self.heap else None
+        return self[0] if self else None
 
-    def pop(self) -> Timer:
+    def pop_first(self) -> Timer:
         """Remove and return the earliest entry (the heap must not be empty)."""
-        return heapq.heappop(self.heap)
-
-    def clear(self) -> None:
-        self.heap.clear()
+        return heapq.heappop(self)
 
     def rebuild(self, current: Iterable[Timer]) -> None:
         """Replace every entry by ``current``: the owner's live timers, stale ones dropped."""
-        heap = list(current)
-        heapq.heapify(heap)
-        self.heap = heap
+        self[:] = current
+        heapq.heapify(self)
+
+
+#: ``Timer(due, seq, id, attempt)`` without the Python-level ``__new__`` of a named tuple, for
+#: the hot path: ``new_timer(Timer, (due, seq, id, attempt))``.
+new_timer = tuple.__new__
