@@ -47,18 +47,24 @@ caught only by interleaving luck), caught by ``model_tests/tests/test_schedule.p
 :class:`DeadlineFirstSendQueue`, :class:`OnlyWhenEmptySweeperQueue`,
 :class:`UnsweptIsDeadQueue`.
 
+Missed by the suite until issue 22 (item 8): :class:`OneWakeSendBatchQueue` (a send_batch wakes
+one receiver; the scheduler's ``batch_wakes_all``), :class:`CompactDropsDelaysQueue` (the timer
+heap's rebuild drops the delays; a lockstep witness).
+
 FIFO queues (issue 15, contract section 2b): subclasses of ``impl.FifoQueue``, each overriding
 one of its hooks (``FifoQueue``'s docstring), kept apart in :data:`FIFO_MUTANTS` (their API is
 the FIFO one: the standard-queue checks do not apply); ``model_tests/tests/test_fifo_mutants.py``
 catches each by a named check: :class:`TailReleaseFifoQueue`, :class:`LockBlindFifoQueue`,
 :class:`InterleavedBatchFifoQueue`, :class:`SlidingDedupFifoQueue`,
-:class:`RejectedDedupFifoQueue`, :class:`SilentUnlockFifoQueue`.
+:class:`RejectedDedupFifoQueue`, :class:`SilentUnlockFifoQueue`; and, from issue 22,
+:class:`PruneLiveDedupFifoQueue` (pruning drops live dedup records) and
+:class:`UncheckedWaitFifoQueue` (a send that waited for room is not re-checked).
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, ClassVar, Final, Literal, TypeVar
 
 from impl.clock import Clock
@@ -860,6 +866,58 @@ class UnsweptIsDeadQueue(Queue[T]):
         core.clock = self.clock
 
 
+class OneWakeSendBatchCore(Core[T]):
+    """The core of :class:`OneWakeSendBatchQueue`."""
+
+    def accept_batch(self, ids: Sequence[str], bodies: Sequence[T]) -> Wake:
+        super().accept_batch(ids, bodies)
+        return (1, 0)  # BUG: one receiver woken, however many messages arrived
+
+
+class OneWakeSendBatchQueue(Queue[T]):
+    """MUTANT (issue 22): a ``send_batch`` wakes one blocked receiver, not one per message.
+
+    The bug: the batch's step reports one deliverable message, as a single send does, so the
+    shell notifies one waiter. Two receivers blocked on an empty queue, a batch of two arrives:
+    one receiver gets a message, the other sleeps on with a visible message in the queue (a
+    lost wakeup, in batches only; every state-based check passes: the state is right).
+
+    Why the checks see it: the controlled scheduler's ``batch_wakes_all`` program
+    (``test_schedule_finds_every_concurrency_mutant``) reports a LOST WAKEUP with no
+    preemption: the run ends with a receiver asleep while a message is visible.
+    """
+
+    _core_class = OneWakeSendBatchCore
+
+
+class CompactDropsDelaysCore(Core[T]):
+    """The core of :class:`CompactDropsDelaysQueue`."""
+
+    def live_timers(self) -> Iterator[Timer]:
+        for r in self.in_flight.values():
+            if r.deadline is not None:
+                yield Timer(r.deadline, r.seq, r.id, r.attempt)
+        # BUG: the delayed messages' timers are left out of the rebuilt heap
+
+
+class CompactDropsDelaysQueue(Queue[T]):
+    """MUTANT (issue 22): the timer heap's rebuild keeps the deadlines and drops the delays.
+
+    The bug: ``Core.compact`` (run when stale entries outnumber the live ones, e.g. after many
+    ``change_visibility`` calls) rebuilds the heap from ``live_timers``, which here yields only
+    the in-flight deadlines. A delayed message whose entry is rebuilt away has no timer left:
+    it stays ``DELAYED`` for ever (capacity held, never delivered). Only a delay and enough
+    stale entries at once reach it.
+
+    Why the checks see it: the lockstep witness (``test_mutant_fails_the_lockstep_checks``)
+    sends a delayed message, extends one delivery until the heap is rebuilt, and moves the
+    clock past the delay: ``observable_state_matches_spec`` has it visible in the spec and
+    delayed in the queue.
+    """
+
+    _core_class = CompactDropsDelaysCore
+
+
 _ALL: tuple[type[Queue[Any]], ...] = (
     PlainBlockingQueue,
     SplitReceiveQueue,
@@ -884,6 +942,8 @@ _ALL: tuple[type[Queue[Any]], ...] = (
     DeadlineFirstSendQueue,
     OnlyWhenEmptySweeperQueue,
     UnsweptIsDeadQueue,
+    OneWakeSendBatchQueue,
+    CompactDropsDelaysQueue,
 )
 
 #: Every mutant by name (its class name), in the order of the module docstring.
@@ -1032,6 +1092,56 @@ class SilentUnlockFifoQueue(FifoQueue[T]):
     _core_class = SilentUnlockFifoCore
 
 
+class PruneLiveDedupFifoCore(FifoCore[T]):
+    """The core of :class:`PruneLiveDedupFifoQueue`."""
+
+    def remember(self, dedup_id: str, id: str, now: float) -> None:
+        dedup = self.dedup
+        dedup[dedup_id] = (id, now)
+        if len(dedup) > 64 and len(dedup) & (len(dedup) - 1) == 0:
+            # BUG: drops the records still inside their window, keeps the expired ones
+            for k in [k for k, (_, t) in dedup.items() if now - t < self.dedup_interval]:
+                del dedup[k]
+
+
+class PruneLiveDedupFifoQueue(FifoQueue[T]):
+    """MUTANT (FIFO, issue 22): the dedup records' pruning drops the live records.
+
+    The bug: past 64 records, each time their count reaches a power of two, the records whose
+    window has passed should be dropped; the comparison is turned round, so the records still
+    inside their window are dropped instead. After the 128th distinct dedup id, a producer's
+    retry of any of them within the interval is accepted as a new message: a duplicate.
+
+    Why the checks see it: ``DedupWindow`` (its pruning half): 128 sends with distinct dedup
+    ids within the window, then a retry of the first, which must be a duplicate.
+    """
+
+    _core_class = PruneLiveDedupFifoCore
+
+
+class UncheckedWaitFifoCore(FifoCore[T]):
+    """The core of :class:`UncheckedWaitFifoQueue`."""
+
+    def rechecked(self, dedup_id: str, now: float) -> str | None:
+        return None  # BUG: a send that waited for room is never a duplicate
+
+
+class UncheckedWaitFifoQueue(FifoQueue[T]):
+    """MUTANT (FIFO, issue 22): a send that waited for room skips the dedup re-check.
+
+    The bug: the duplicate test is made once, before the send waits for room; while it waits
+    another sender may accept the same ``dedup_id``. Two producers retrying one message into a
+    full queue both wait; when room comes, both are accepted: a duplicate the dedup window was
+    there to prevent.
+
+    Why the checks see it: ``DedupWindow`` (its waiting half): two senders with one dedup id
+    block on a full queue of capacity 1; a consumer frees the slot twice; the second sender
+    must get the first one's id back, not a new message.
+    """
+
+    _core_class = UncheckedWaitFifoCore
+
+
 #: Every FIFO mutant by name, in the order of the module docstring (apart from :data:`MUTANTS`:
 #: they take ``impl.FifoQueue``'s constructor and API).
 FIFO_MUTANTS: Final[Mapping[str, type[FifoQueue[Any]]]] = {
@@ -1043,5 +1153,7 @@ FIFO_MUTANTS: Final[Mapping[str, type[FifoQueue[Any]]]] = {
         SlidingDedupFifoQueue,
         RejectedDedupFifoQueue,
         SilentUnlockFifoQueue,
+        PruneLiveDedupFifoQueue,
+        UncheckedWaitFifoQueue,
     )
 }

@@ -165,6 +165,17 @@ PROGRAMS: Final[dict[str, Program]] = _p(
         fifo=True,
     ),
     Program(
+        "batch_wakes_all",
+        "Two receivers block on an empty queue, a producer sends a batch of two: each message "
+        "must wake a receiver (a batch that reports one wakes one, the other sleeps on).",
+        threads=(
+            ("R1", (("receive",),)),
+            ("R2", (("receive",),)),
+            ("P", (("send_batch", ("a", "b")),)),
+        ),
+        queue={"visibility_timeout": None},
+    ),
+    Program(
         "mixed",
         "Three threads of two operations over a capacity-2 queue with expiry: sends, "
         "receives, a change_visibility and a retry, with the sweeper and one clock step.",
@@ -202,4 +213,5 @@ TEETH: Final[tuple[Expectation, ...]] = (
     Expectation("UnsweptIsDeadQueue", "unswept_extend", "NOT LINEARIZABLE"),
     Expectation("SilentUnlockFifoQueue", "fifo_unlock", "LOST WAKEUP", fifo=True),
     Expectation("UnpassedInterruptQueue", "interrupted_receiver", "LOST WAKEUP"),
+    Expectation("OneWakeSendBatchQueue", "batch_wakes_all", "LOST WAKEUP"),
 )

@@ -9,6 +9,8 @@ The checks, each a witness program whose expected results are the contract's (se
 - ``DedupWindow``: within ``dedup_interval`` of an acceptance no other message with its
   ``dedup_id`` is accepted; after it the ``dedup_id`` is new again (measured from the
   acceptance); every dedup record names an accepted message (a rejected send records nothing);
+  pruning the records (past 64) keeps the live ones; a send that waited for room is checked
+  again (two waiting senders with one dedup id: the second is a duplicate of the first);
 - ``lost wakeup (FIFO)``: a receiver blocked while the only visible message's group is locked
   is woken by the delete of that group's in-flight message (TLC's FIFO lost-wakeup scenario).
 
@@ -30,13 +32,15 @@ from model_tests.mutants import (
     FIFO_MUTANTS,
     InterleavedBatchFifoQueue,
     LockBlindFifoQueue,
+    PruneLiveDedupFifoQueue,
     RejectedDedupFifoQueue,
     SilentUnlockFifoQueue,
     SlidingDedupFifoQueue,
     TailReleaseFifoQueue,
+    UncheckedWaitFifoQueue,
     broken_parts,
 )
-from model_tests.support import NEVER, Call, ProbeClock
+from model_tests.support import NEVER, Call, ProbeClock, first_finished
 
 FifoClass = type[FifoQueue[Any]]
 
@@ -108,6 +112,37 @@ def dedup_window(cls: FifoClass) -> str | None:
                 f"DedupWindow: the retry of a send rejected as full gave {got!r}: a dedup "
                 "record names a message never accepted"
             )
+    with cls(clock=FakeClock(), dedup_interval=300.0) as q:
+        # 128 distinct dedup ids (past 64, a power of two: the records are pruned), all live.
+        for i in range(128):
+            q.send(i, group="A", id=f"p{i}", dedup_id=f"k{i}")
+        if (got := q.send(0, group="A", id="again", dedup_id="k0")) != "p0":
+            return (
+                f"DedupWindow: a retry of k0 within the window, after the pruning at 128 "
+                f"records, gave {got!r}: the pruning dropped a live record"
+            )
+    return dedup_after_waiting(cls)
+
+
+def dedup_after_waiting(cls: FifoClass) -> str | None:
+    """``DedupWindow``'s waiting half: two senders with one dedup id wait for room; the one
+    accepted second must be found a duplicate of the first (its re-check after the wait)."""
+    clock = ProbeClock()
+    with cls(clock=clock, capacity=1, visibility_timeout=None) as q:
+        q.send("x", group="A", id="x")
+        s1 = Call(lambda: q.send("1", group="A", id="s1", dedup_id="w"), name="sender-1")
+        s2 = Call(lambda: q.send("2", group="A", id="s2", dedup_id="w"), name="sender-2")
+        assert clock.wait_for_sleepers(q.not_full, 2), "the senders never blocked"
+        assert q.delete(q.receive(block=False).receipt)  # room for one: one sender goes on
+        first = first_finished(s1, s2)
+        other = s2 if first is s1 else s1
+        accepted = first.result()
+        assert q.delete(q.receive(block=False).receipt)  # room again: the other goes on
+        if (got := other.result()) != accepted:
+            return (
+                f"DedupWindow: two senders with dedup id w waited for room; the first was "
+                f"accepted as {accepted!r}, the second too, as {got!r} (a duplicate)"
+            )
     return None
 
 
@@ -149,6 +184,8 @@ CAUGHT_BY: Final[dict[FifoClass, str]] = {
     SlidingDedupFifoQueue: "DedupWindow",
     RejectedDedupFifoQueue: "DedupWindow",
     SilentUnlockFifoQueue: "lost wakeup (FIFO)",
+    PruneLiveDedupFifoQueue: "DedupWindow",
+    UncheckedWaitFifoQueue: "DedupWindow",
 }
 
 

@@ -53,6 +53,7 @@ from model_tests.linearizability import (
 from model_tests.mutants import (
     MUTANTS,
     CapacityFreedOnReceiveQueue,
+    CompactDropsDelaysQueue,
     DeadLetterOffByOneQueue,
     DeleteBatchStopsQueue,
     DeleteByIdQueue,
@@ -366,6 +367,20 @@ WITNESSES: Final[dict[QueueClass, Witness]] = {
         "delete_batch",
         r"\[True, False, False\] == \[True, False, True\]",
         "a's receipt twice, then b's: (True, False, True); the queue stops at the False",
+    ),
+    CompactDropsDelaysQueue: Witness(
+        _config(vt=1.0),
+        [
+            _send("a", delay=1.0),
+            _send("b"),
+            _receive(),
+            # Each extension leaves a stale entry: the 19th makes 21 > 2 * 2 + 16, a rebuild.
+            *[_with("change_visibility", 3, timeout=5.0) for _ in range(20)],
+            _advance(1.0),
+        ],
+        "observable_state_matches_spec",
+        _OBSERVED + r"visible=\(\),.* != spec Observed\(visible=\(Item\(id='a'",
+        "the heap was rebuilt with a delayed: at its visible_at a must become visible",
     ),
 }
 
@@ -725,6 +740,8 @@ CAUGHT_BY: Final[dict[QueueClass, str]] = {
     mutants.DeadlineFirstSendQueue: "test_schedule_finds_every_concurrency_mutant",
     mutants.OnlyWhenEmptySweeperQueue: "test_schedule_finds_every_concurrency_mutant",
     mutants.UnsweptIsDeadQueue: "test_schedule_finds_every_concurrency_mutant",
+    # Missed until issue 22 (item 8): a batch's lost wakeup (the program batch_wakes_all).
+    mutants.OneWakeSendBatchQueue: "test_schedule_finds_every_concurrency_mutant",
 }
 
 

@@ -48,6 +48,7 @@ MIN_PREEMPTIONS = {
     "UnsweptIsDeadQueue": 0,
     "SilentUnlockFifoQueue": 0,
     "UnpassedInterruptQueue": 0,
+    "OneWakeSendBatchQueue": 0,
 }
 
 

@@ -574,8 +574,9 @@ def test_schedule_trace_of_the_if_empty_mutant_is_a_behaviour_of_the_mutant_mode
 #: The scheduler's programs whose schedules ThreadedQueue has every step of (their setups
 #: included, as a thread "setup"; receives without a visibility timeout included, the model's
 #: running past the run's end). Left out: ``batch_race`` (its consumers use receive and
-#: receive_batch: the model's use one or the other) and ``fifo_unlock`` (FIFO: the model is
-#: ThreadedQueue, not ThreadedQueueFifo).
+#: receive_batch: the model's use one or the other), ``batch_wakes_all`` (issue 22: not yet
+#: checked against the model, whose producers send one message at a time) and ``fifo_unlock``
+#: (FIFO: the model is ThreadedQueue, not ThreadedQueueFifo).
 VALIDATED = (
     "receive_race",
     "expiry_wakeup",
@@ -673,7 +674,7 @@ def test_schedule_trace_records_the_setup_and_the_time_of_each_step() -> None:
 
 def test_schedule_trace_leaves_out_the_programs_the_model_does_not_have() -> None:
     left_out = sorted(set(PROGRAMS) - set(VALIDATED))
-    assert left_out == ["batch_race", "fifo_unlock"]
+    assert left_out == ["batch_race", "batch_wakes_all", "fifo_unlock"]
     with pytest.raises(NotModelled, match="receive or receive_batch"):
         _check_program(PROGRAMS["batch_race"], _explored(PROGRAMS["batch_race"], 0))
 
