@@ -432,6 +432,7 @@ def test_close_from_a_sink_in_the_sweeper_is_refused_and_that_sweep_changes_noth
                     raise
 
         q.record_trace(sink)
+        assert clock.wait_for_waiters(1, BOUND), "the sweeper never waited for a's deadline"
         begun = clock.waits_begun
         with caplog.at_level(logging.ERROR, logger="impl.queue"), unchanged(q):
             clock.advance(1)  # the sweeper's sink calls close(): refused, and the sweep vetoed
