@@ -417,6 +417,15 @@ class QueueMachine(RuleBasedStateMachine):
         self._event("change_visibility", ticket, pair, want, late)
         assert self.queues[pair].change_visibility(ticket.impl, timeout) == want
 
+    @rule(ticket=receipts, k=st.integers(17, 24), timeout=st.sampled_from(EXTENDS[1:]))
+    def heartbeats(self, ticket: LockstepReceipt, k: int, timeout: float) -> None:
+        """A consumer's heartbeat loop: ``k`` change_visibility calls with one receipt, each
+        an operation of its own. Enough of them leave more stale timer entries than live ones,
+        so the queue rebuilds its timer heap (``Core.compact``): the rule reaches the rebuild
+        with whatever else is armed meanwhile (a delay, other deadlines)."""
+        for _ in range(k):
+            self.change_visibility(ticket, False, timeout)
+
     def _batch_pair(self, tickets: list[LockstepReceipt], other: bool) -> int:
         """The queue a batch of receipts goes to: the first one's (or the other), so that the
         rest, when issued by another queue, are foreign receipts in it."""
