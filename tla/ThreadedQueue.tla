@@ -1,6 +1,6 @@
 --------------------------- MODULE ThreadedQueue ---------------------------
 (***************************************************************************)
-(* The threaded queue of impl/queue.py, one level below Queue: the threads *)
+(* The threaded queue of impl/shell.py, one level below Queue: the threads *)
 (* and the synchronization, exactly as the implementation uses them.       *)
 (*                                                                         *)
 (* Queue.tla says WHAT the queue does: each operation is one atomic step.  *)
@@ -14,7 +14,7 @@
 (*     wait(c) releases the lock and joins c's wait set in one step;       *)
 (*     notify(c) wakes one waiter, notify_all(c) all of them; a woken      *)
 (*     thread has to take the lock again and then re-checks its predicate  *)
-(*     (the `while' loop around every wait in impl/queue.py);              *)
+(*     (the `while' loop around every wait in impl/shell.py);              *)
 (*   - producer, consumer and sweeper threads, each a small program that   *)
 (*     calls the queue's methods.  A method is: take the lock (Acquire),   *)
 (*     then one critical section (XxxCS) that either does the operation    *)
@@ -32,7 +32,7 @@
 (*                                                                         *)
 (* The constant Bug injects the wakeup bugs of the lesson (all expected to *)
 (* fail, in the configs named *Wakeup*; docs/levels.md walks the trace):   *)
-(*   "none"               impl/queue.py as it is;                          *)
+(*   "none"               impl/shell.py as it is;                          *)
 (*   "sweep_no_notify"    the sweeper re-queues an expired message without *)
 (*                        notifying not_empty: a receiver sleeps through   *)
 (*                        the redelivery (ThreadedQueueWakeup.cfg);        *)
@@ -53,7 +53,7 @@
 (*                                                                         *)
 (* What is left out, and why it does not matter here: shutdown/close (they *)
 (* notify_all and end every loop); the expiry heap's stale entries (the    *)
-(* sweeper uses the earliest live deadline, which is what _next_deadline   *)
+(* sweeper uses the earliest live deadline, which is what Core.next_due   *)
 (* computes); timeouts of blocked send/receive; generated ids.             *)
 (*                                                                         *)
 (* What this model ASSUMES (docs/failure-model.md says how impl.Queue      *)
@@ -64,9 +64,13 @@
 (* sweeper thread first, and then commits with code that does not raise,   *)
 (* so a failed step is a stutter (no change), which refinement allows.  A  *)
 (* thread interrupted while it waits passes its notify on (the same as a   *)
-(* notify to the next waiter), and a sweeper that dies is restarted by the *)
-(* next arm; the liveness properties here hold for runs without such       *)
-(* failures.  Nor does the model have fork or garbage collection.          *)
+(* notify to the next waiter).  A sweep that fails is such a stutter, and  *)
+(* the same sweeper thread tries it again after a backoff on the queue's   *)
+(* clock (impl/sweeper.py), so SweepCS stays enabled and is taken once the *)
+(* cause is gone: the liveness properties here hold for runs whose failed  *)
+(* sweeps eventually succeed.  A sweeper whose clock wait fails dies and is *)
+(* restarted by the next arm, sweep() or health(); runs with such a death  *)
+(* are outside the liveness claims.  No fork or garbage collection here.  *)
 (***************************************************************************)
 EXTENDS Naturals, Sequences, FiniteSets
 
@@ -158,13 +162,13 @@ Min(a, b) == IF a <= b THEN a ELSE b
 Earliest(S) == CHOOSE d \in S : \A e \in S : d <= e
 
 Active == Len(qVisible) + Len(qInFlight) + Len(qDelayed)
-RoomFor(n) == IF Capacity = None THEN TRUE ELSE Active + n <= Capacity  \* Queue._accepts
-HasRoom == RoomFor(1)                                    \* Queue._has_room
+RoomFor(n) == IF Capacity = None THEN TRUE ELSE Active + n <= Capacity  \* Core.accepts
+HasRoom == RoomFor(1)                                    \* Core.has_room
 
-\* Queue._live: the receipt names the delivery in flight.
+\* Core.live: the receipt names the delivery in flight.
 Live(r) == r # None /\ r[1] \in Range(qInFlight) /\ attempt[r[1]] = r[2]
 
-\* The dead-letter policy of Queue._release: releasing a message delivered n
+\* The dead-letter policy of Core.release: releasing a message delivered n
 \* times kills it iff n >= MaxReceives.
 Dies(n) == n >= MaxReceives
 
@@ -175,14 +179,14 @@ DueOf(i) == IF visibleAt[i] # None THEN visibleAt[i] ELSE deadline[i]
 Due == {i \in Range(qTimers) : DueOf(i) # None /\ DueOf(i) <= clock}
 
 \* The earliest due time of the timers of the queue data s, or None
-\* (_next_deadline).
+\* (Core.next_due).
 NextDue(s) ==
     LET armed == {IF s.visibleAt[i] # None THEN s.visibleAt[i] ELSE s.deadline[i] :
                   i \in Range(s.qTimers)} \ {None}
     IN IF armed = {} THEN None ELSE Earliest(armed)
 
 (***************************************************************************)
-(* The order of Queue._expire: the heap pops (due, seq) pairs, earliest    *)
+(* The order of BaseQueue._expire: the heap pops (due, seq) pairs, earliest    *)
 (* first, delays and deadlines alike.  qTimers is in seq order, so taking  *)
 (* its due ids time by time, each bucket in qTimers order, is the same     *)
 (* order.                                                                  *)
@@ -194,7 +198,7 @@ FromDue(d) ==
 ExpiryOrder == FromDue(0)
 
 (***************************************************************************)
-(* Queue._arm notifies the sweeper when a new deadline is earlier than the *)
+(* BaseQueue._aim notifies the sweeper when a new deadline is earlier than the *)
 (* one it sleeps for (or it sleeps for none).                              *)
 (***************************************************************************)
 ArmNotifies(dl) == IF target = None \/ dl < target THEN 1 ELSE 0
@@ -211,7 +215,7 @@ SweepNotifies(k) ==
       [] OTHER                         -> k
 
 (***************************************************************************)
-(* Queue._notify: while a send_batch waits on not_full, a notify of        *)
+(* BaseQueue._notify: while a send_batch waits on not_full, a notify of    *)
 (* not_full wakes every sender (one notify could reach the batch, which    *)
 (* cannot use one slot, while a single send that could sleeps on).  (The   *)
 (* implementation counts a batch sender from its wait until it holds the   *)
@@ -288,7 +292,7 @@ SetState(s) ==
     /\ visibleAt' = s.visibleAt
 
 (***************************************************************************)
-(* Release(s, i): Queue._release(i), the data half: the state s with its   *)
+(* Release(s, i): Core.release(i), the data half: the state s with its     *)
 (* in-flight message i dead-lettered, or appended to the visible tail.     *)
 (* The only definition of the release in this module: RetryCS and          *)
 (* ChangeVisibilityCS apply it once, SweepCS folds it (FireAll).  The      *)
@@ -305,7 +309,7 @@ Release(s, i) ==
                  !.qVisible = IF dies THEN @ ELSE Append(@, i),
                  !.qDead = IF dies THEN Append(@, i) ELSE @]
 
-\* A delay firing (Queue._expire_delay): the message joins the visible tail.
+\* A delay firing (Core.fire_delay): the message joins the visible tail.
 FireDelay(s, i) ==
     [s EXCEPT !.qDelayed = Remove(@, i),
               !.qTimers = Remove(@, i),
@@ -313,7 +317,7 @@ FireDelay(s, i) ==
               !.qVisible = Append(@, i)]
 
 \* Fire each of ids in turn, the first one first: a left fold of FireDelay
-\* and Release, as Queue._expire handles each entry it pops.
+\* and Release, as BaseQueue._expire handles each entry it pops.
 RECURSIVE FireAll(_, _)
 FireAll(s, ids) ==
     IF ids = <<>> THEN s
@@ -321,7 +325,7 @@ FireAll(s, ids) ==
          IN FireAll(IF s.visibleAt[i] # None THEN FireDelay(s, i) ELSE Release(s, i), Tail(ids))
 
 \* The data halves of the other transitions, for the batches' folds.
-\* Sent: a send of <<id, delay>> (Queue._add_delayed for a delay; the timer
+\* Sent: a send of <<id, delay>> (Core.add_delayed for a delay; the timer
 \* takes the next seq).  Deliver: the head goes in flight, deadline dl.
 Sent(s, e) ==
     LET i == e[1]  d == e[2]
@@ -363,8 +367,8 @@ FirstDelay(b) ==
 \* How many messages a step from the current state to s made visible
 \* (re-queued, or a delay fired), how many it dead-lettered, how many it
 \* made DONE (for a release, a fold of releases and delays, a delete
-\* batch): the notifies of not_empty and not_full that Queue._release,
-\* Queue._expire_delay and Queue._delete make.
+\* batch): the notifies of not_empty and not_full that Core.release,
+\* Core.fire_delay and Core.delete make.
 Requeued(s) == Len(s.qVisible) - Len(qVisible)
 Died(s) == Len(s.qDead) - Len(qDead)
 Finished(s) == Cardinality(s.qDone) - Cardinality(qDone)
@@ -507,7 +511,7 @@ Timeout ==
 (*          THE CRITICAL SECTIONS: one per method of impl.Queue            *)
 (*                                                                         *)
 (* Each runs with the lock held (at[t] = "cs" implies lock = t) and ends   *)
-(* it: it either returns, with the notifies of impl/queue.py, or waits.    *)
+(* it: it either returns, with the notifies of impl/shell.py, or waits.    *)
 (***************************************************************************)
 
 (***************************************************************************)
@@ -693,11 +697,11 @@ CancelCS(p) ==
     /\ UNCHANGED <<target, clock, held, heldBatch>>
 
 (***************************************************************************)
-(* The sweeper's loop body (Queue._sweep_round): fire every due timer in   *)
-(* ExpiryOrder, one after the other (the fold FireAll, as Queue._expire):  *)
+(* The sweeper's loop body (BaseQueue._sweep_round): fire every due timer in   *)
+(* ExpiryOrder, one after the other (the fold FireAll, as BaseQueue._expire):  *)
 (* a delay makes its message visible, a deadline releases -- each message  *)
 (* made visible notifies not_empty (a delay firing too), each dead one     *)
-(* notifies not_full, as Queue._release and _expire_delay do -- then note  *)
+(* notifies not_full, as Core.release and Core.fire_delay do -- then note  *)
 (* the earliest remaining timer as the target and wait on new_deadline     *)
 (* until then.  (Bug changes how many receivers are notified.)             *)
 (***************************************************************************)

@@ -9,11 +9,11 @@
 (* receive, delete, retry or drop what they hold, and the sweeper.  What   *)
 (* is new is the receivers' predicate: a receive waits on not_empty until  *)
 (* some message is DELIVERABLE -- visible, in a group with no message in   *)
-(* flight (FifoQueue._wait_for_deliverable) -- so a visible message is no  *)
+(* flight (BaseQueue._wait_deliverable) -- so a visible message is no      *)
 (* longer enough, and every transition that unlocks a group with a visible *)
-(* message must wake a receiver (FifoQueue._wake_group): a delete of the   *)
+(* message must wake a receiver (FifoCore.wake_group): a delete of the     *)
 (* group's in-flight message, a release, a death.  A release re-queues     *)
-(* the message to its place in send order (FifoQueue._place).  Delays,     *)
+(* the message to its place in send order (FifoCore.place).  Delays,       *)
 (* batches, cancel, purge and deduplication are left out: they are         *)
 (* QueueFifo's, and add no new wait here.                                  *)
 (*                                                                         *)
@@ -74,13 +74,13 @@ SetState(s) ==
     /\ qInFlight' = s.qInFlight /\ qDead' = s.qDead /\ qDone' = s.qDone
     /\ attempt' = s.attempt /\ deadline' = s.deadline
 
-\* The group lock and the receive scan (FifoQueue._locked, _first).
+\* The group lock and the receive scan (FifoCore.locked, first).
 LockedIn(s, g) == \E j \in Range(s.qInFlight) : Group[j] = g
 Deliverable(s) == SelectSeq(s.qVisible, LAMBDA x : ~LockedIn(s, Group[x]))
 \* The unlocked groups with a visible message: each needs a receiver.
 OpenGroups(s) == {Group[i] : i \in Range(Deliverable(s))}
 
-\* Release (Queue._release + FifoQueue._place): dead-letter, or back to the
+\* Release (Core.release + FifoCore.place): dead-letter, or back to the
 \* visible messages at its place in send order.
 Release(s, i) ==
     IF attempt[i] >= MaxReceives
@@ -92,12 +92,12 @@ Release(s, i) ==
 RECURSIVE ReleaseAll(_, _)
 ReleaseAll(s, ids) == IF ids = <<>> THEN s ELSE ReleaseAll(Release(s, Head(ids)), Tail(ids))
 
-\* FifoQueue._wake_group after a message of group g left flight in the step
+\* FifoCore.wake_group after a message of group g left flight in the step
 \* to s: one receiver, if g is now unlocked with a visible message.
 WakeGroup(s, g) == IF g \in OpenGroups(s) THEN 1 ELSE 0
 
 \* How many receivers each transition notifies: one per re-queued message
-\* (Queue._release), one per group a death or a delete unlocked.
+\* (Core.release), one per group a death or a delete unlocked.
 Requeued(s) == Len(s.qVisible) - Len(qVisible)
 Died(s) == Len(s.qDead) - Len(qDead)
 DeathWakes(s) == Cardinality({g \in OpenGroups(s) :
@@ -211,7 +211,7 @@ ReceiveCS(c) ==
     /\ UNCHANGED <<target, clock>>
 
 \* delete: with a live receipt the message is DONE, a sender is notified,
-\* and -- FifoQueue._wake_group -- a receiver, if the delete unlocked a
+\* and -- FifoCore.wake_group -- a receiver, if the delete unlocked a
 \* group with a visible message.  Bug "delete_no_notify" forgets that.
 DeleteCS(c) ==
     /\ at[c] = "cs" /\ op[c] = "delete"
