@@ -113,6 +113,25 @@ def broken_parts(cls: type[BaseQueue[Any]]) -> list[tuple[type, str]]:
     return parts
 
 
+class _Wired(Queue[T]):
+    """The real queue, for a broken core that needs something of its shell (the lock, the
+    clock, a notify): ``_wire`` hands it over once the queue is built. Not a mutant itself."""
+
+    def __init__(
+        self,
+        capacity: int | None = None,
+        visibility_timeout: float | None = 30.0,
+        max_receives: int | None = None,
+        delay: float = 0.0,
+        clock: Clock | None = None,
+    ) -> None:
+        super().__init__(capacity, visibility_timeout, max_receives, delay, clock)
+        self._wire(self._core)
+
+    def _wire(self, core: Core[T]) -> None:
+        """Give ``core`` what its broken step needs of this shell."""
+
+
 # =============================================================================================
 # Seed pitfall 1: a plain blocking queue
 # =============================================================================================
@@ -134,7 +153,7 @@ class PlainBlockingCore(Core[T]):
         return rec
 
 
-class PlainBlockingQueue(Queue[T]):
+class PlainBlockingQueue(_Wired[T]):
     """MUTANT (seed pitfall 1): ``receive`` removes the message, as ``queue.Queue.get`` does.
 
     The bug: this is the bounded blocking queue the problem starts from, called done. There is
@@ -151,16 +170,7 @@ class PlainBlockingQueue(Queue[T]):
 
     _core_class = PlainBlockingCore
 
-    def __init__(
-        self,
-        capacity: int | None = None,
-        visibility_timeout: float | None = 30.0,
-        max_receives: int | None = None,
-        delay: float = 0.0,
-        clock: Clock | None = None,
-    ) -> None:
-        super().__init__(capacity, visibility_timeout, max_receives, delay, clock)
-        core = self._core
+    def _wire(self, core: Core[T]) -> None:
         assert isinstance(core, PlainBlockingCore)
         core.freed = lambda: self._notify(self.not_full)
 
@@ -177,7 +187,7 @@ class WindowedCore(Core[T]):
     window: Callable[[], None] = staticmethod(_nothing)
 
 
-class _Windowed(Queue[T]):
+class _Windowed(_Wired[T]):
     """The real queue with a ``between`` callable (a keyword argument of the constructor; by
     default nothing) that a mutant runs in the window its bug opens, with the lock released, so
     a test places another thread's step there deterministically. Not a mutant itself."""
@@ -194,9 +204,10 @@ class _Windowed(Queue[T]):
         *,
         between: Callable[[], object] = _nothing,
     ) -> None:
-        super().__init__(capacity, visibility_timeout, max_receives, delay, clock)
         self.between = between
-        core = self._core
+        super().__init__(capacity, visibility_timeout, max_receives, delay, clock)
+
+    def _wire(self, core: Core[T]) -> None:
         assert isinstance(core, WindowedCore)
         core.window = self._window
 
@@ -832,7 +843,7 @@ class UnsweptIsDeadCore(Core[T]):
         return rec
 
 
-class UnsweptIsDeadQueue(Queue[T]):
+class UnsweptIsDeadQueue(_Wired[T]):
     """MUTANT (held out, issue 17): a delivery whose deadline has passed but which the sweep
     has not yet released is treated as expired: its receipt is no longer live.
 
@@ -852,16 +863,7 @@ class UnsweptIsDeadQueue(Queue[T]):
 
     _core_class = UnsweptIsDeadCore
 
-    def __init__(
-        self,
-        capacity: int | None = None,
-        visibility_timeout: float | None = 30.0,
-        max_receives: int | None = None,
-        delay: float = 0.0,
-        clock: Clock | None = None,
-    ) -> None:
-        super().__init__(capacity, visibility_timeout, max_receives, delay, clock)
-        core = self._core
+    def _wire(self, core: Core[T]) -> None:
         assert isinstance(core, UnsweptIsDeadCore)
         core.clock = self.clock
 
