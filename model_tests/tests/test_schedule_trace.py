@@ -574,9 +574,9 @@ def test_schedule_trace_of_the_if_empty_mutant_is_a_behaviour_of_the_mutant_mode
 #: The scheduler's programs whose schedules ThreadedQueue has every step of (their setups
 #: included, as a thread "setup"; receives without a visibility timeout included, the model's
 #: running past the run's end). Left out: ``batch_race`` (its consumers use receive and
-#: receive_batch: the model's use one or the other), ``batch_wakes_all`` (issue 22: not yet
-#: checked against the model, whose producers send one message at a time) and ``fifo_unlock``
-#: (FIFO: the model is ThreadedQueue, not ThreadedQueueFifo).
+#: receive_batch: the model's use one or the other), ``batch_wakes_all`` (its producer sends a
+#: batch, which the model has only with Batch >= 2, and then the model's consumers use
+#: receive_batch) and ``fifo_unlock`` (FIFO: the model is ThreadedQueue, not ThreadedQueueFifo).
 VALIDATED = (
     "receive_race",
     "expiry_wakeup",
