@@ -10,10 +10,12 @@ passes on ``impl.Queue``. The checks are the real ones:
   rule and invariant methods exactly as Hypothesis runs them (invariants after every step).
   That makes "which check fails" deterministic and fast. A separate test lets Hypothesis search
   on its own (derandomized) and shows it finds the same bugs unaided;
-- the second seed's four examples through the scenario harness (``model_tests/targets.py``);
+- the second seed's four examples through the scenario harness (``model_tests/targets.py``,
+  run by ``model_tests.pitfall_checks.seed_examples_fail``);
 - the linearizability checker, for the bug only a concurrent history shows;
 - two checks of waking and waiting (a lost wakeup, a polling sweeper), which no state-based
-  check can see, defined here.
+  check can see, defined in ``model_tests/pitfall_checks.py`` (where the learner's pages import
+  them from, with no pytest).
 
 Select them with ``pytest -k mutant``.
 """
@@ -22,15 +24,12 @@ from __future__ import annotations
 
 import ast
 import contextlib
-import functools
 import inspect
-import json
 import re
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Final, cast
 from unittest import mock
 
@@ -75,9 +74,8 @@ from model_tests.mutants import (
     UncheckedAttemptQueue,
     broken_parts,
 )
-from model_tests.scenario_format import QueueConfig
-from model_tests.support import BOUND, ProbeClock
-from model_tests.targets import ImplTarget, run_scenario
+from model_tests.pitfall_checks import lost_wakeup, polling_sweeper, seed_examples_fail
+from model_tests.support import BOUND
 
 QueueClass = type[Queue[Any]]
 
@@ -458,13 +456,6 @@ def test_lockstep_search_finds_the_mutant_unaided(mutant: QueueClass) -> None:
 # The second seed's four examples, through the harness
 # =============================================================================================
 
-SEED_EXAMPLES: Final = [
-    json.loads(line)
-    for line in (Path(__file__).resolve().parents[2] / "tests" / "data" / "seed_examples.jsonl")
-    .read_text(encoding="utf-8")
-    .splitlines()
-]
-
 #: What the examples exercise: an ack with a stale attempt after a retry ("retry fences old
 #: attempt"), a redelivery's attempt, in-flight messages holding capacity ("in flight
 #: capacity") and acks of live deliveries. Nothing expires, nothing is dead-lettered, no
@@ -480,26 +471,9 @@ CAUGHT_BY_SEED_EXAMPLES: Final = {
 }
 
 
-def _target(queue_class: QueueClass) -> Callable[[QueueConfig], ImplTarget]:
-    return functools.partial(ImplTarget, queue_class=queue_class)
-
-
-def _seed_examples_fail(queue_class: QueueClass) -> list[str]:
-    """Names of the seed examples whose output differs (or that raise) on ``queue_class``."""
-    failed = []
-    for e in SEED_EXAMPLES:
-        try:
-            ok = run_scenario(e["input"], _target(queue_class)) == e["expected"]
-        except AssertionError:  # the queue's own self-check
-            ok = False
-        if not ok:
-            failed.append(e["name"])
-    return failed
-
-
 @pytest.mark.parametrize("mutant", [Queue, *MUTANTS.values()], ids=lambda c: c.__name__)
 def test_mutant_against_the_seed_examples(mutant: QueueClass) -> None:
-    failed = _seed_examples_fail(mutant)
+    failed = seed_examples_fail(mutant)
     if mutant in CAUGHT_BY_SEED_EXAMPLES:
         assert failed, f"no seed example catches {mutant.__name__}"
     else:
@@ -628,56 +602,6 @@ def test_mutant_split_receive_batch_check_passes_on_the_real_queue() -> None:
 # =============================================================================================
 
 
-def _parked(cond: threading.Condition) -> int:
-    """Threads waiting on ``cond`` that no notify has reached yet (call with its lock held).
-
-    ``Condition.notify`` removes a waiter from the condition's queue (CPython's private
-    ``_waiters``) at once, under the lock, before the woken thread runs; so this tells a
-    notified receiver from a forgotten one without waiting to see whether it wakes.
-    """
-    return len(cast(Any, cond)._waiters)
-
-
-def lost_wakeup(queue_class: QueueClass) -> str | None:
-    """The check of "the sweeper must signal not_empty": ``None`` if it does, else what is wrong.
-
-    Receiver B blocks in ``receive()`` with no timeout; A's delivery expires; the sweep makes it
-    visible. B must have been notified by then, and must get the redelivery.
-    """
-    clock = FakeClock()
-    q: Queue[str] = queue_class(visibility_timeout=1.0, clock=clock)
-    got: list[object] = []
-    done = threading.Event()
-
-    def receiver_b() -> None:
-        try:
-            got.append(q.receive())
-        except BaseException as e:
-            got.append(e)
-        done.set()
-
-    b = threading.Thread(target=receiver_b, name="B", daemon=True)
-    try:
-        q.send("A", id="a")
-        q.receive(block=False)  # A's delivery: deadline 1; the sweeper waits for it
-        b.start()
-        assert clock.wait_for_waiters(2), "the sweeper and B should both be waiting"
-        clock.advance(1.0)  # wakes the sweeper only: B waits for a notify, not for a time
-        q.sweep()  # after this line a has been released, by the sweeper thread or by us
-        with q.mutex:
-            parked = _parked(q.not_empty)
-        if parked:
-            return f"lost wakeup: a is visible again and {parked} blocked receiver was not told"
-        assert done.wait(BOUND), "B was notified but did not return"
-        (m,) = got
-        assert isinstance(m, Message) and (m.id, m.attempt) == ("a", 2), m
-        return None
-    finally:
-        q.close()  # wakes B (shutdown notifies everyone) if it still waits
-        if b.ident is not None:
-            b.join(BOUND)
-
-
 def test_mutant_forgetful_sweeper_loses_a_wakeup() -> None:
     assert lost_wakeup(ForgetfulSweeperQueue) == (
         "lost wakeup: a is visible again and 1 blocked receiver was not told"
@@ -686,33 +610,6 @@ def test_mutant_forgetful_sweeper_loses_a_wakeup() -> None:
 
 def test_mutant_lost_wakeup_check_passes_on_the_real_queue() -> None:
     assert lost_wakeup(Queue) is None
-
-
-def polling_sweeper(queue_class: QueueClass) -> str | None:
-    """The check of "an idle queue uses no CPU": ``None`` if the idle sweeper sleeps for good.
-
-    A delivery makes the sweeper start; the delivery is deleted, and the clock reaches the
-    deadline the sweeper waited for. It wakes, finds nothing due, nothing in flight: it must
-    now wait with no deadline at all, so that only a new delivery can wake it. A deadline in
-    the future is polling; one already passed is spinning.
-    """
-    clock = ProbeClock()  # logs every wait: who, when, until when
-    q: Queue[str] = queue_class(visibility_timeout=1.0, clock=clock)
-    try:
-        q.send("A", id="a")
-        m = q.receive(block=False)
-        assert clock.wait_for_waiters(1), "the sweeper should be waiting"
-        assert q.delete(m.receipt)
-        begun = clock.waits_begun
-        clock.advance(1.0)
-        assert clock.wait_for_waiters(1, after=begun), "the sweeper should wait again"
-        last = [c for c in clock.calls if c.thread.endswith("-sweeper")][-1]
-        if last.deadline is None:
-            return None
-        how = "spins" if last.deadline <= last.now else "polls"
-        return f"the idle sweeper {how}: it waits until {last.deadline} at {last.now}"
-    finally:
-        q.close()
 
 
 def test_mutant_polling_sweeper_never_sleeps_for_good() -> None:
