@@ -12,17 +12,28 @@ script and its data are inline, and it opens from a ``file://`` URL. What it hol
 - every enabled action of a state as a button, labelled with the registry's name and its model
   arguments (``receive(vt=1)``, ``delete(a,1)``; the TLA+ label, ``Receive(1)``, is its
   tooltip), so the page's vocabulary is the Python API's;
-- the status of each contract invariant in each state, and of the step halves on the edge that
-  led there, computed HERE in Python by :mod:`spec.invariants` (the page's script only shows
-  them: it never re-implements the spec);
+- the status of each contract invariant in each state, and of the step halves (and, on batch
+  steps, ``BatchAtomic``) on the edge that led there, computed HERE in Python by
+  :mod:`spec.invariants` (the page's script only shows them: it never re-implements the spec);
+- what a newcomer needs to read it: a one-line meaning of each invariant (:data:`MEANINGS`),
+  the bounds as a table with the meaning of each (:func:`bound_rows`, :data:`BOUND_MEANINGS`),
+  and a guide on the first screen, the path to a duplicate delivery (:func:`tour`: send,
+  receive, the clock to the deadline, expire, receive again), each step a link to its state;
 - TLC's counterexamples (:class:`Counterexample`, read from saved traces by
   :func:`tla.explorer.load_trace`: the TLA+ layer reads TLC's output, this one only draws it),
   steppable. A trace whose every state is a queue state of one of the graphs is *linked*: each
   of its states is matched to a node of that graph (:func:`link`), so stepping it moves the
   explorer, and the variables TLC has beyond the queue (the consumers' ``held`` receipts,
-  ``finished``) are shown beside it. A trace of another kind of model (the threaded ones, with
+  ``finished``) are shown under it. A trace of another kind of model (the threaded ones, with
   threads, a lock and condition variables) is shown as the list of TLC's states, clearly
-  labelled as not on the spec's graph.
+  labelled as not on the spec's graph. The script writes TLC's values in the page's notation
+  (``(c1 :> <<a, 1>> @@ c2 :> NoReceipt)`` is ``c1 → (a, 1), c2 → none``; docs/explorer.md has
+  the rules), TLC's own text as each value's tooltip.
+
+The layout keeps the state in view: the queue's state (and a trace's variables) is a sticky left
+column, the counterexample's player heads the right one, and nothing is wider than a window of
+1,000 px or more; every text has a contrast of at least 4.5:1 (``tests/test_explorer_browser.py``
+measures all three in Chromium).
 
 The state is shareable: the page writes ``#state=<graph>:<node>`` into the URL, with the history
 that led there (``&from=<node>&path=<label>/<label>/...&at=<position>``), and restores it on
@@ -43,11 +54,11 @@ import html
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from importlib import resources
 from typing import Any, Final
 
-from spec.explore import Bounds, Node, action_label, enumerator, explore, successors
+from spec.explore import Bounds, Node, _steps, action_label, enumerator, explore
 from spec.invariants import INVARIANTS, STEP_INVARIANTS, step_violations
 from spec.operations import REGISTRY, Kind, Operation, Registry
 
@@ -70,6 +81,58 @@ QueueView = tuple[
 #: GroupOrder and DedupWindow the FIFO queue's.
 _NOT_ON_FIFO: Final = frozenset({"FifoVisible"})
 _NOT_ON_STANDARD: Final = frozenset({"GroupOrder", "DedupWindow"})
+
+#: What each contract invariant says, in one line, as the page shows it beside the name (the
+#: contract's section 2 and 2b in a learner's words; ``spec/invariants.py`` is the definition).
+#: ``BatchAtomic`` is checked on the batch steps only, so it is listed when a graph has them.
+MEANINGS: Final[Mapping[str, str]] = {
+    "OneState": "every message is in exactly one place (visible, in flight, delayed, done, "
+    "cancelled or dead), and a finished one never changes again",
+    "CapacityBound": "the active messages (delayed + visible + in flight) never exceed the "
+    "capacity",
+    "OneLiveReceipt": "a message in flight has exactly one live receipt, (id, its current "
+    "attempt); a message not in flight has none",
+    "AttemptsCount": "a message's deliveries are numbered 1, 2, 3, ... with no gap and no repeat",
+    "FifoVisible": "the visible messages are in the order they (re-)entered: a released "
+    "message goes to the tail",
+    "IdsReserved": "an accepted id is never accepted again by this queue",
+    "DelayHonoured": "a delayed message is not visible, nor delivered, before its visible-at time",
+    "GroupOrder": "a receive takes, from each group it touches, that group's earliest messages "
+    "in send order, and nothing from a group that is locked",
+    "DedupWindow": "within the dedup window of an acceptance no other message with the same "
+    "dedup id is accepted",
+    "BatchAtomic": "a batch is one step: its entries one after another with nothing in between, "
+    "and a rejected send_batch changes nothing",
+}
+
+#: What each bound means (:class:`spec.explore.Bounds`, one row of the page's bounds table each).
+BOUND_MEANINGS: Final[Mapping[str, str]] = {
+    "ids": "the message ids a producer may send (a message's body is its id)",
+    "capacity": "at most this many active messages (delayed + visible + in flight): a send "
+    "beyond it is rejected",
+    "max_receives": "a message released after this many deliveries goes to the dead-letter "
+    "list instead of back to the queue",
+    "max_attempt": "where the exploration stops: receive is offered only while the head has "
+    "had fewer deliveries than this (a bound of the explorer, not of the queue)",
+    "visibility_timeouts": "the timeouts a receive may ask for: a delivery's deadline is now + "
+    "the timeout (none: it never expires)",
+    "extend_timeouts": "the timeouts change_visibility may set, counted from now (0 releases "
+    "the message at once)",
+    "max_time": "the clock runs 0, 1, ... up to this; advance(dt=1) stops there",
+    "batch": "the largest batch tried (batch actions take 2 up to this many entries; 1: no "
+    "batch actions)",
+    "delays": "the delays a send may ask for (0: visible at once; d: delayed until now + d)",
+    "fifo": "a FIFO queue: each group is delivered in send order, and sends are deduplicated "
+    "within a window",
+    "groups": "the message groups: a group is locked while one of its messages is in flight",
+    "dedup": "ids sent with one dedup id: the later one is a producer's retry of the earlier",
+    "dedup_interval": "the dedup window, in clock units: a retry accepted within it is a "
+    "duplicate (it changes nothing)",
+}
+
+#: The bounds that mean something only on a FIFO queue (not shown for a standard one, as
+#: ``Bounds``' repr leaves them out).
+_FIFO_BOUNDS: Final = frozenset({"fifo", "groups", "dedup", "dedup_interval"})
 
 
 @dataclass(frozen=True)
@@ -195,8 +258,11 @@ def explore_graph(spec: GraphSpec, registry: Registry = REGISTRY) -> ExploredGra
     for node in out.nodes:
         names = _labels(spec.bounds, node, registry)
         row = []
-        for label, nxt in successors(spec.bounds, node, registry):
+        # The edges of successors(), each with BatchAtomic checked as explore() checks it.
+        for label, nxt, atomic in _steps(spec.bounds, node, registry):
             bad = step_violations(node[0], nxt[0], node[1])
+            if (r := atomic()) is not None:
+                bad = [*bad, r]
             row.append((names[label], label, out.index[nxt], bad))
         out.edges.append(row)
     return out
@@ -207,6 +273,104 @@ def invariant_names(fifo: bool) -> list[str]:
     order (:data:`spec.invariants.INVARIANTS`)."""
     skip = _NOT_ON_FIFO if fifo else _NOT_ON_STANDARD
     return [n for n in INVARIANTS if n not in skip]
+
+
+def step_invariant_names(bounds: Bounds) -> list[str]:
+    """The invariants checked on each step of a graph at ``bounds``: the step halves that mean
+    something on its kind of queue, and ``BatchAtomic`` when it has batch actions."""
+    names = [n for n in STEP_INVARIANTS if n in invariant_names(bounds.fifo)]
+    return [*names, "BatchAtomic"] if bounds.batch > 1 else names
+
+
+# -- what the page explains: the bounds, the guide ------------------------------------------------
+
+
+def _shown(v: object, none: str = "none") -> str:
+    """A bound's value as the page writes values: a tuple as its items, ``None`` as ``none``
+    (or what ``none`` says it means for this bound)."""
+    if v is None:
+        return none
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    if isinstance(v, tuple):
+        return ", ".join(_shown(x, none) for x in v) if v else "none"
+    return str(v)
+
+
+def bound_rows(bounds: Bounds) -> list[tuple[str, str, str]]:
+    """The page's bounds table: (bound, value, meaning) for each field of ``bounds``, the FIFO
+    ones only on a FIFO queue. ``KeyError`` names a bound :data:`BOUND_MEANINGS` lacks."""
+    rows = []
+    for f in fields(bounds):
+        if f.name in _FIFO_BOUNDS and not bounds.fifo:
+            continue
+        v = getattr(bounds, f.name)
+        if f.name in ("groups", "dedup"):
+            sets = v or ((bounds.ids,) if f.name == "groups" else ())
+            value = "; ".join(f"{'_'.join(g)} = {{{', '.join(g)}}}" for g in sets) or "none"
+        elif f.name == "capacity":
+            value = _shown(v, "no limit")
+        elif f.name == "max_receives":
+            value = _shown(v, "none (never dead-lettered)")
+        elif f.name == "visibility_timeouts":
+            value = _shown(v, "none (never expires)")
+        elif f.name == "extend_timeouts" and not v:
+            value = "none (no change_visibility)"
+        else:
+            value = _shown(v)
+        meaning = BOUND_MEANINGS[f.name]
+        if f.name == "delays" and bounds.fifo:
+            meaning = "the queue's delay: a FIFO send takes none of its own (0: visible at once)"
+        rows.append((f.name, value, meaning))
+    return rows
+
+
+def tour(g: ExploredGraph) -> list[tuple[str, str]]:
+    """The guide's path to the duplicate delivery, as (display label, what to look at) pairs:
+    send the first id, receive it with the smallest timeout that expires, advance the clock to
+    its deadline, let the sweeper expire it, receive it again. ``[]`` if the graph's bounds have
+    no such path (no expiring timeout, a clock too short, a single delivery)."""
+    b = g.spec.bounds
+    vts = sorted(v for v in b.visibility_timeouts if v is not None)
+    if not vts:
+        return []
+    i, vt = b.ids[0], vts[0]
+    send = f"Send({i})" if b.fifo else f"Send({i},0)"
+    if not b.fifo and 0 not in b.delays:
+        return []
+    wanted = [
+        (send, f"{i} is accepted: it is visible, at the head of the queue."),
+        (
+            f"Receive({vt})",
+            f"{i} is in flight: attempt 1, deadline now + {vt}, and its receipt ({i},1) is "
+            "live (a consumer holds it).",
+        ),
+        *[("Tick", "The clock moves on by 1.")] * (vt - 1),
+        (
+            "Tick",
+            f"The clock reaches {i}'s deadline: it is outlined as overdue, but still in flight "
+            f"(a delete with ({i},1) would still work) until the sweeper runs.",
+        ),
+        (
+            "Expire",
+            f"The sweeper releases {i}: visible again, attempt still 1; the receipt ({i},1) is "
+            "now stale.",
+        ),
+        (
+            f"Receive({vt})",
+            f"{i} is delivered again, as attempt 2: the duplicate delivery. Every invariant "
+            "still holds (see the receipts: one stale, one live): delivery is at-least-once.",
+        ),
+    ]
+    out: list[tuple[str, str]] = []
+    here = 0
+    for tla, text in wanted:
+        step = next((e for e in g.edges[here] if e[1] == tla), None)
+        if step is None:
+            return []
+        out.append((step[0], text))
+        here = step[2]
+    return out
 
 
 def _reason_name(reason: str) -> str:
@@ -248,12 +412,16 @@ def _node_json(node: Node, fifo: bool) -> list[Any]:
 
 def _graph_json(g: ExploredGraph) -> dict[str, Any]:
     fifo = g.spec.bounds.fifo
+    names = invariant_names(fifo)
+    steps = step_invariant_names(g.spec.bounds)
     return {
         "title": g.spec.title,
-        "bounds": repr(g.spec.bounds),
+        "bounds": [list(r) for r in bound_rows(g.spec.bounds)],
         "fifo": fifo,
-        "invariants": invariant_names(fifo),
-        "stepInvariants": [n for n in STEP_INVARIANTS if n in invariant_names(fifo)],
+        "invariants": names,
+        "stepInvariants": steps,
+        "meanings": {n: MEANINGS[n] for n in dict.fromkeys([*names, *steps])},
+        "tour": [list(t) for t in tour(g)],
         "nodes": [_node_json(n, fifo) for n in g.nodes],
         # Step violations only where there are some: a correct spec has none, and the page
         # stays small.

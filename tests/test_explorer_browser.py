@@ -18,20 +18,22 @@ inside each click, so every check runs right after the call that caused it.
 from __future__ import annotations
 
 import os
+import re
 import shutil
+import struct
 from collections.abc import Iterator
-from dataclasses import replace
+from dataclasses import fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from spec.explore import Bounds, explore, successors
-from spec.html import GraphSpec, invariant_names, page
+from spec.html import MEANINGS, GraphSpec, invariant_names, page
 from spec.operations import REGISTRY
 from spec.state import Msg, State, Status, initial
 from spec.transitions import receive
-from tools.diagrams import EXPLORER, EXPLORER_GRAPHS
+from tools.diagrams import EXPLORER, EXPLORER_GRAPHS, EXPLORER_TRACES
 
 if TYPE_CHECKING:
     from selenium.webdriver.remote.webdriver import WebDriver
@@ -81,9 +83,138 @@ def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WebDriver]:
         mp.setenv("SE_OFFLINE", "true")
         b = webdriver.Chrome(service=Service(executable_path=driver), options=options)
     try:
+        viewport(b, *SCREEN)
         yield b
     finally:
         b.quit()
+
+
+# -- helpers: the window ------------------------------------------------------------------------
+
+#: The viewport the tests see unless one says otherwise (and the screenshots' size): a laptop's.
+SCREEN = (1200, 800)
+#: The widths at which the page must fit its window and keep the stepped state in view.
+WIDTHS = (1000, 1200, 1400)
+
+
+def viewport(b: WebDriver, width: int, height: int) -> None:
+    """Make the page's viewport exactly ``width`` x ``height`` CSS pixels (``window.innerWidth``
+    and ``innerHeight``; a window size would include the browser's frame)."""
+    metrics = {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": False}
+    b.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", metrics)
+    assert b.execute_script("return [innerWidth, innerHeight]") == [width, height]
+
+
+def outside_view(b: WebDriver, *css: str) -> dict[str, list[float]]:
+    """Each of the elements ``css`` that is not wholly inside the viewport, with its rectangle
+    (left, top, right, bottom) and the viewport's size (an empty dict: all in view)."""
+    got: dict[str, list[float]] = b.execute_script(
+        """const out = {};
+        for (const css of arguments) {
+          const e = document.querySelector(css);
+          const r = e ? e.getBoundingClientRect() : null;
+          if (!r || r.width === 0 || r.left < 0 || r.top < 0 || r.right > innerWidth ||
+              r.bottom > innerHeight) {
+            out[css] = r ? [r.left, r.top, r.right, r.bottom, innerWidth, innerHeight] : [];
+          }
+        }
+        return out;""",
+        *css,
+    )
+    return got
+
+
+def too_wide(b: WebDriver) -> list[int]:
+    """``[]`` if the page is no wider than its window, else [scrollWidth, innerWidth]."""
+    w: list[int] = b.execute_script(
+        "return [document.documentElement.scrollWidth, window.innerWidth]"
+    )
+    return [] if w[0] <= w[1] else w
+
+
+#: Every visible element with text of its own: its colour, the background colours of it and its
+#: ancestors (innermost first) and their opacities, as the browser computed them.
+_TEXT_COLOURS = """
+const out = [];
+const walk = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+const seen = new Set();
+while (walk.nextNode()) {
+  const e = walk.currentNode.parentElement;
+  if (!walk.currentNode.textContent.trim() || seen.has(e)) continue;
+  seen.add(e);
+  // A <select>'s options are drawn by the browser's own widget, not by the page's colours.
+  if (e.closest("script, style, select, [hidden]")) continue;
+  const r = e.getBoundingClientRect();
+  const cs = getComputedStyle(e);
+  if (!r.width || !r.height || cs.visibility !== "visible") continue;
+  const chain = [];
+  for (let a = e; a; a = a.parentElement) {
+    const s = getComputedStyle(a);
+    chain.push([s.backgroundColor, s.opacity, s.backgroundImage]);
+  }
+  out.push({text: walk.currentNode.textContent.trim().slice(0, 40),
+    where: e.tagName.toLowerCase() + (e.id ? "#" + e.id : "") +
+      (e.className ? "." + String(e.className).split(" ").join(".") : ""),
+    color: cs.color, chain});
+}
+return out;
+"""
+
+
+def _rgba(css: str) -> tuple[float, float, float, float]:
+    m = re.fullmatch(
+        r"rgba?\((\d+(?:\.\d+)?), (\d+(?:\.\d+)?), (\d+(?:\.\d+)?)(?:, ([\d.]+))?\)", css
+    )
+    assert m is not None, f"not a computed colour: {css!r}"
+    r, g, b, a = m.groups()
+    return float(r), float(g), float(b), 1.0 if a is None else float(a)
+
+
+def _over(
+    top: tuple[float, float, float, float], under: tuple[float, float, float]
+) -> tuple[float, float, float]:
+    a = top[3]
+    return (
+        top[0] * a + under[0] * (1 - a),
+        top[1] * a + under[1] * (1 - a),
+        top[2] * a + under[2] * (1 - a),
+    )
+
+
+def luminance(rgb: tuple[float, float, float]) -> float:
+    """WCAG 2's relative luminance of an sRGB colour (channels 0-255)."""
+
+    def lin(c: float) -> float:
+        c /= 255
+        return c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4
+
+    r, g, b = map(lin, rgb)
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b
+
+
+def contrast(fg: tuple[float, float, float], bg: tuple[float, float, float]) -> float:
+    """WCAG 2's contrast ratio, 1 to 21."""
+    hi, lo = sorted((luminance(fg), luminance(bg)), reverse=True)
+    return (hi + 0.05) / (lo + 0.05)
+
+
+def low_contrast(b: WebDriver, minimum: float = 4.5) -> list[str]:
+    """Every text on the page whose colour, over the background it is drawn on (its own and its
+    ancestors' background colours composed over the white canvas), has a contrast below
+    ``minimum``. A page element drawn with opacity or a background image fails too: the
+    computation below could not tell what is behind its text."""
+    bad = []
+    for t in b.execute_script(_TEXT_COLOURS):
+        if any(float(op) != 1 or img != "none" for _, op, img in t["chain"]):
+            bad.append(f"{t['where']} {t['text']!r}: drawn with opacity or a background image")
+            continue
+        bg: tuple[float, float, float] = (255.0, 255.0, 255.0)
+        for colour, _, _ in reversed(t["chain"]):  # outermost first
+            bg = _over(_rgba(colour), bg)
+        ratio = contrast(_over(_rgba(t["color"]), bg), bg)
+        if ratio < minimum:
+            bad.append(f"{t['where']} {t['text']!r}: {ratio:.2f}:1 ({t['color']} on {bg})")
+    return bad
 
 
 # -- helpers: what the page shows ----------------------------------------------------------------
@@ -246,7 +377,10 @@ def test_the_exactly_once_counterexample_steps_to_its_end(browser: WebDriver) ->
         actions.append(one(b, "#cex-steps li.current").text)
         if n == 6:  # c2's receive: the duplicate delivery, while c1 still holds (a,1)
             assert cards(b, "inflight") == [("a", 2)]
-            assert "c1 :> <<a, 1>> @@ c2 :> <<a, 2>>" in one(b, '#cex-vars [data-var="held"]').text
+            # TLC's (c1 :> <<a, 1>> @@ c2 :> <<a, 2>>), in the page's notation.
+            held = one(b, '#cex-vars [data-var="held"] td:last-child')
+            assert held.text == "c1 → (a, 1), c2 → (a, 2)"
+            assert held.get_attribute("title") == "TLC: (c1 :> <<a, 1>> @@ c2 :> <<a, 2>>)"
             assert not by_css(b, "#cex-verdict .banner")
     assert actions == [
         "State 2: Produce [spec: send(a,delay=0)]",
@@ -262,8 +396,8 @@ def test_the_exactly_once_counterexample_steps_to_its_end(browser: WebDriver) ->
     assert "Invariant ExactlyOnce is violated" in one(b, "#cex-verdict .banner").text
     assert cards(b, "done") == [("a", 2)] and cards(b, "inflight") == []
     finished = one(b, '#cex-vars [data-var="finished"]').text
-    assert "receipt |-> <<a, 1>>, deleted |-> FALSE" in finished
-    assert "receipt |-> <<a, 2>>, deleted |-> TRUE" in finished
+    assert "{consumer: c1, receipt: (a, 1), deleted: False}" in finished
+    assert "{consumer: c2, receipt: (a, 2), deleted: True}" in finished
     assert set(invariants(b).values()) == {"ok"}
     assert b.current_url.endswith("#cex=exactly_once&step=8")
     # Back (the p key) steps the counterexample back.
@@ -291,7 +425,7 @@ def test_the_threaded_and_fifo_counterexamples_are_steppable(browser: WebDriver)
     # The consumer sleeps on not_empty beside the visible message the sweeper re-queued.
     row = [td.text for td in by_css(b, '#thread-table tr[data-thread="c1"] td')]
     assert row[-1] == "not_empty"
-    assert one(b, '#trace-vars [data-var="qVisible"]').text.endswith("<<a>>")
+    assert one(b, '#trace-vars [data-var="qVisible"] td:last-child').text == "[a]"
 
     Select(one(b, "#cex-select")).select_by_value("fifo_retry_late")
     one(b, "#cex-load").click()
@@ -328,3 +462,239 @@ def test_a_violated_invariant_is_shown_violated(browser: WebDriver, tmp_path: Pa
     assert status["OneLiveReceipt"] == status["AttemptsCount"] == "violated"
     assert status["CapacityBound"] == "ok"
     assert "AttemptsCount" in one(b, "#step-invariants .violated").text
+
+
+# -- the page explains itself --------------------------------------------------------------------
+
+
+def test_the_first_screen_has_the_guide_the_meanings_and_the_bounds(browser: WebDriver) -> None:
+    b = browser
+    b.get(url(EXPLORER))
+    std = EXPLORER_GRAPHS[0]
+    # The guide: the duplicate delivery's steps, on the first screen, each a link to its state.
+    steps = by_css(b, "#tour .step")
+    assert [s.get_attribute("data-label") for s in steps] == [label for label, _ in DUPLICATE]
+    assert outside_view(b, "#guide", "#tour", "#actions", "#queue-view") == {}
+    assert "Press the buttons under Enabled actions" in one(b, "#tour-now").text
+    # Following it ticks its steps and says what each shows; at the end, the duplicate.
+    for k, (label, _) in enumerate(DUPLICATE):
+        click_action(b, label)
+        assert len(by_css(b, "#tour .step.done")) == k + 1
+    assert cards(b, "inflight") == [("a", 2)]
+    assert "the duplicate delivery" in one(b, "#tour-now").text
+    assert "ExactlyOnce" in one(b, "#tour-now").text  # what to load next
+    # A step of the guide is a link to the state its path reaches, with that history.
+    one(b, '#tour .step[data-label="advance(dt=1)"] a').click()
+    assert history(b) == ["start", *(label for label, _ in DUPLICATE[:3])]
+    assert cards(b, "inflight") == [("a", 1)] and "overdue" in str(
+        one(b, "#inflight .msg").get_attribute("class")
+    )
+    # Every invariant has its meaning beside its name.
+    for li in by_css(b, "#invariants li"):
+        name = str(li.get_attribute("data-name"))
+        meaning = li.find_element("css selector", ".meaning").text
+        assert meaning == ": " + MEANINGS[name] and len(meaning) > 20, name
+    # The bounds are a table of the Bounds' fields, with meanings: no Python repr.
+    rows = {
+        str(tr.get_attribute("data-bound")): [
+            td.text for td in tr.find_elements("css selector", "td")
+        ]
+        for tr in by_css(b, "#bounds tr[data-bound]")
+    }
+    assert set(rows) == {f.name for f in fields(Bounds)} - {
+        "fifo",
+        "groups",
+        "dedup",
+        "dedup_interval",
+    }
+    assert rows["ids"][1] == ", ".join(std.bounds.ids)
+    assert rows["capacity"][1] == str(std.bounds.capacity)
+    assert rows["extend_timeouts"][1] == ", ".join(map(str, std.bounds.extend_timeouts))
+    assert all(len(meaning) > 20 for _, _, meaning in rows.values())
+    body = one(b, "body").text
+    assert "Bounds(" not in body and "max_attempt=" not in body
+
+
+#: The variables' cells on the page, where TLC's values are shown.
+VALUES = "#trace-vars td, #cex-vars td, #thread-table td, #threads .note"
+
+
+def test_tlc_values_are_shown_in_the_pages_notation(browser: WebDriver) -> None:
+    # Every counterexample, every step: no TLC syntax in a value the page shows (TLC's own text
+    # is the cell's tooltip).
+    b = browser
+    b.get(url(EXPLORER))
+    lengths: dict[str, int] = b.execute_script(
+        "return Object.fromEntries(DATA.cexs.map((c) => [c.key, c.steps.length]))"
+    )
+    assert set(lengths) == {t.key for t in EXPLORER_TRACES}
+    for cex, steps in lengths.items():
+        b.get(url(EXPLORER, f"#cex={cex}&step=1"))
+        # Each step's cells, stepped by the n key as a reader does, in one call to the browser.
+        shown: list[list[str]] = b.execute_script(
+            """const out = [];
+            for (let n = 0; n < arguments[1]; n++) {
+              out.push([...document.querySelectorAll(arguments[0])].map((e) => e.innerText));
+              document.body.dispatchEvent(new KeyboardEvent("keydown", {key: "n", bubbles: true}));
+            }
+            return out;""",
+            VALUES,
+            steps,
+        )
+        assert one(b, "#cex-step").text == f"step {steps} of {steps}"
+        for n, cells in enumerate(shown):
+            raw = [x for x in cells if re.search(r":>|@@|<<|>>|\|->", x)]
+            assert cells and raw == [], f"{cex} step {n + 1}: {raw or 'no values'}"
+    # One threaded state in full: the function, the set, the record, the strings.
+    b.get(url(EXPLORER, "#cex=lost_wakeup&step=1"))
+    at = one(b, '#trace-vars [data-var="at"] td:last-child')
+    assert at.text == "p1 → none, c1 → none, s → wait"
+    assert at.get_attribute("title") == 'TLC: (p1 :> "none" @@ c1 :> "none" @@ s :> "wait")'
+    assert one(b, '#trace-vars [data-var="waiting"] td:last-child').text == (
+        "{not_empty: none, not_full: none, new_deadline: {s}}"
+    )
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_stepping_a_counterexample_keeps_the_state_in_view(browser: WebDriver, width: int) -> None:
+    # At a laptop's height: loaded from the header (the page scrolled down first, as a reader
+    # may be), the counterexample's next button and the queue's in-flight row stay in view at
+    # every step, and the page never grows wider than the window.
+    from selenium.webdriver.support.ui import Select
+
+    b = browser
+    viewport(b, width, 800)
+    try:
+        b.get(url(EXPLORER))
+        assert too_wide(b) == []
+        b.execute_script("window.scrollTo(0, document.body.scrollHeight)")
+        Select(one(b, "#cex-select")).select_by_value("exactly_once")
+        one(b, "#cex-load").click()
+        for n in range(1, 9):
+            assert one(b, "#cex-step").text == f"step {n} of 8"
+            where = f"{width} px, step {n}"
+            assert outside_view(b, "#cex-next", "#cex-step", "#inflight", "#now") == {}, where
+            assert outside_view(b, "#cex-vars tr[data-var=held]") == {}, where
+            assert too_wide(b) == [], where
+            if n == 6:
+                assert cards(b, "inflight") == [("a", 2)]
+            if n < 8:
+                one(b, "#cex-next").click()
+        assert outside_view(b, "#cex-verdict .banner", "#done") == {}
+        assert cards(b, "done") == [("a", 2)]
+        # A threaded trace: its threads and the next button in view; a FIFO one: the groups.
+        Select(one(b, "#cex-select")).select_by_value("lost_wakeup")
+        one(b, "#cex-load").click()
+        for n in range(1, 4):
+            assert outside_view(b, "#cex-next", "#thread-table") == {}, f"{width} px, {n}"
+            one(b, "#cex-next").click()
+        assert too_wide(b) == []
+        b.get(url(EXPLORER, "#cex=fifo_retry_late&step=1"))
+        assert outside_view(b, "#cex-next", "#inflight", "#locked") == {}
+        one(b, "#cex-last").click()
+        assert outside_view(b, "#cex-verdict .banner", "#inflight", "#dedup") == {}
+        assert too_wide(b) == []
+        # A long history and its URL: wrapped, not widening the page.
+        b.get(url(EXPLORER, "#state=std:" + "/".join(label for label, _ in DUPLICATE)))
+        for _ in range(3):
+            by_css(b, "#actions button")[0].click()
+        assert len(one(b, "#fragment").text) > 100
+        assert too_wide(b) == []
+    finally:
+        viewport(b, *SCREEN)
+
+
+def test_text_contrast_is_at_least_4_5_to_1(browser: WebDriver) -> None:
+    # The first screen (disabled buttons, the keys hint), every kind of message card, an
+    # overdue one, a linked counterexample's end (its verdict, the changed rows), a threaded
+    # trace, the FIFO extras.
+    b = browser
+    pages = [
+        "",
+        "#state=std:send(a,delay=0)/send(b,delay=1)",
+        "#state=std:send(a,delay=0)/receive(vt=1)/advance(dt=1)",
+        "#state=std:send(a,delay=1)/send(b,delay=0)/receive(vt=1)/delete(b,1)/cancel(a)",
+        "#state=std:send(a,delay=0)/receive(vt=1)/advance(dt=1)/expire()/receive(vt=1)/"
+        "advance(dt=1)/expire()/send(b,delay=1)",
+        "#cex=exactly_once&step=8",
+        "#cex=lost_wakeup&step=4",
+        "#cex=fifo_retry_late&step=5",
+    ]
+    seen = set()
+    for fragment in pages:
+        b.get(url(EXPLORER, fragment))
+        seen |= {m.get_attribute("class") for m in by_css(b, ".msg")}
+        assert low_contrast(b) == [], fragment or "the first screen"
+    # The pages above drew every kind of card the page has.
+    kinds = {"VISIBLE", "IN_FLIGHT", "DELAYED", "DONE", "CANCELLED", "DEAD"}
+    assert kinds <= {k for c in seen for k in str(c).split()}
+    assert any("overdue" in str(c) for c in seen)
+
+
+def test_the_contrast_check_sees_a_faint_text() -> None:
+    # The check itself: the keys hint as it was (#57606a on #24292f), and black on white.
+    assert contrast((0x57, 0x60, 0x6A), (0x24, 0x29, 0x2F)) == pytest.approx(2.3, abs=0.05)
+    assert contrast((0, 0, 0), (255, 255, 255)) == pytest.approx(21)
+    assert _over((0, 0, 0, 0.5), (255, 255, 255)) == (127.5, 127.5, 127.5)
+
+
+def test_loading_a_trace_clears_the_previous_paths_panels(browser: WebDriver) -> None:
+    from selenium.webdriver.support.ui import Select
+
+    b = browser
+    b.get(url(EXPLORER))
+    for label, _ in DUPLICATE:
+        click_action(b, label)
+    assert receipts(b) == {"a,1": "stale", "a,2": "live"}
+    Select(one(b, "#cex-select")).select_by_value("exactly_once")
+    one(b, "#cex-load").click()
+    assert one(b, "#cex-extra").get_attribute("hidden") is None
+    # A threaded trace: nothing of the explorer's path (nor the linked trace's) is left.
+    Select(one(b, "#cex-select")).select_by_value("lost_wakeup")
+    one(b, "#cex-load").click()
+    assert receipts(b) == {} and by_css(b, "#history li[data-node]") == []
+    assert one(b, "#cex-extra").get_attribute("hidden") is not None
+    assert [x.text for x in by_css(b, "#actions button")] == []
+    assert one(b, "#back").get_attribute("disabled") is not None
+    # Closing it returns to the empty queue; a linked trace brings its own path.
+    one(b, "#cex-close").click()
+    assert history(b) == ["start"] and cards(b, "visible") == cards(b, "inflight") == []
+    Select(one(b, "#cex-select")).select_by_value("delete_by_id")
+    one(b, "#cex-load").click()
+    steps = int(one(b, "#cex-step").text.rsplit(" ", 1)[1])  # "step 1 of 7"
+    assert receipts(b) == {} and len(history(b)) == steps  # the trace's path, at its start
+    assert one(b, "#history li.current").text.startswith("start")
+    one(b, "#cex-last").click()
+    assert receipts(b) == {"a,1": "stale", "a,2": "stale"}
+
+
+def _png_size(png: bytes) -> tuple[int, int]:
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and png[12:16] == b"IHDR"
+    width, height = struct.unpack(">II", png[16:24])
+    return width, height
+
+
+#: Where the screenshots go, written only when the environment asks (see docs/explorer.md):
+#: pixels differ between machines' fonts, so nothing compares them.
+SCREENSHOTS = {
+    "first-screen": EXPLORER.parent / "explorer-first-screen.png",
+    "counterexample": EXPLORER.parent / "explorer-counterexample.png",
+}
+
+
+def test_screenshots_of_the_first_screen_and_a_counterexamples_end(browser: WebDriver) -> None:
+    from selenium.webdriver.support.ui import Select
+
+    b = browser
+    b.get(url(EXPLORER))
+    shots = {"first-screen": b.get_screenshot_as_png()}
+    Select(one(b, "#cex-select")).select_by_value("exactly_once")
+    one(b, "#cex-load").click()
+    one(b, "#cex-last").click()
+    assert outside_view(b, "#cex-verdict .banner", "#done", "#cex-vars") == {}
+    shots["counterexample"] = b.get_screenshot_as_png()
+    for png in shots.values():
+        assert _png_size(png) == SCREEN
+    if os.environ.get("EXPLORER_SCREENSHOTS") == "write":
+        for name, png in shots.items():
+            SCREENSHOTS[name].write_bytes(png)

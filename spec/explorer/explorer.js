@@ -16,6 +16,97 @@ function el(tag, attrs, ...kids) {
   for (const k of kids) e.append(k);
   return e;
 }
+
+// TLC's values in the page's notation. TLC prints <<a, 1>>, (c1 :> x @@ c2 :> y),
+// [f |-> x], {x, y}, "text", TRUE; the page writes a receipt-like pair (an id and a number) as
+// (a, 1), another sequence as [a, b], a function as c1 → x, c2 → y, a record as
+// {f: x}, a set as {x, y}, nothing (an empty sequence, set or function, None, NoReceipt) as
+// none, a string without its quotes and TRUE/FALSE as Python's True/False. tlcRead returns
+// null for text it cannot read, which is then shown as TLC printed it.
+const TLC_TOKEN = /\s*(-?\d+|"(?:[^"\\]|\\.)*"|<<|>>|\|->|:>|@@|[\[\]{}(),]|[A-Za-z_]\w*)/y;
+function tlcRead(text) {
+  const toks = [];
+  TLC_TOKEN.lastIndex = 0;
+  const src = text.trim();
+  while (TLC_TOKEN.lastIndex < src.length) {
+    const m = TLC_TOKEN.exec(src);
+    if (!m) return null;
+    toks.push(m[1]);
+  }
+  let i = 0;
+  const take = (want) => {
+    const t = toks[i++];
+    if (t === undefined || (want !== undefined && t !== want)) throw new Error("bad value");
+    return t;
+  };
+  const items = (close, one) => {
+    const out = [];
+    while (toks[i] !== close) {
+      out.push(one());
+      if (toks[i] === ",") take(",");
+      else if (toks[i] !== close) throw new Error("bad value");
+    }
+    take(close);
+    return out;
+  };
+  const value = () => {
+    const t = take();
+    if (t === "<<") return {seq: items(">>", value)};
+    if (t === "{") return {set: items("}", value)};
+    if (t === "[") return {rec: items("]", () => { const k = take(); take("|->");
+      return [k, value()]; })};
+    if (t === "(") {
+      const fn = [];
+      for (;;) {
+        const k = value();
+        take(":>");
+        fn.push([k, value()]);
+        if (toks[i] === "@@") take("@@");
+        else break;
+      }
+      take(")");
+      return {fn};
+    }
+    if (/^-?\d+$/.test(t)) return {num: +t};
+    if (t[0] === '"') return {str: JSON.parse(t)};
+    return {name: t};
+  };
+  try {
+    const v = value();
+    return i === toks.length ? v : null;
+  } catch (err) {
+    return null;
+  }
+}
+function tlcShow(v, nested) {
+  const all = (xs) => xs.map((x) => tlcShow(x, true)).join(", ");
+  if (v.num !== undefined) return String(v.num);
+  if (v.str !== undefined) return v.str;
+  if (v.name !== undefined) return v.name === "None" || v.name === "NoReceipt" ? "none"
+    : v.name === "TRUE" ? "True" : v.name === "FALSE" ? "False" : v.name;
+  if (v.seq) {
+    if (!v.seq.length) return "none";
+    return v.seq.length === 2 && v.seq[1].num !== undefined && v.seq[0].num === undefined
+      ? "(" + all(v.seq) + ")" : "[" + all(v.seq) + "]";
+  }
+  if (v.set) return v.set.length ? "{" + all(v.set) + "}" : "none";
+  if (v.rec) return "{" + v.rec.map(([k, x]) => k + ": " + tlcShow(x, true)).join(", ") + "}";
+  const fn = v.fn.map(([k, x]) => tlcShow(k, true) + " \u2192 " + tlcShow(x, true)).join(", ");
+  return nested ? "{" + fn + "}" : fn;
+}
+const tlcText = (text) => { const v = tlcRead(text); return v === null ? text : tlcShow(v); };
+// A TLC function's entries (key -> value, both in the page's notation); {} if not a function.
+const tlcMap = (text) => {
+  const v = text === undefined ? null : tlcRead(text);
+  if (v === null) return {};
+  const pairs = v.fn || v.rec || [];
+  return Object.fromEntries(pairs.map(([k, x]) => [typeof k === "string" ? k : tlcShow(k, true),
+    x]));
+};
+// One row of TLC's variables: the name, the value in the page's notation (TLC's on hover).
+const varRow = (k, v, changed) => el("tr", {class: changed ? "changed" : "", "data-var": k},
+  el("td", {text: k}), el("td", {text: tlcText(v), title: "TLC: " + v}));
+
 const G = () => DATA.graphs[view.graph];
 const node = (g, n) => {
   const [now, msgs, visible, inflight, dead, delayed, timers, dedup, bad] = g.nodes[n];
@@ -89,18 +180,22 @@ function renderInvariants(g, n) {
     const st = name in bad ? "violated" : "ok";
     ul.append(el("li", {"data-name": name, "data-status": st},
       el("span", {class: st, text: st === "ok" ? "\u2713 ok " : "\u2717 violated "}),
-      el("code", {text: name}), bad[name] ? " \u2014 " + bad[name] : ""));
+      el("code", {text: name}), el("span", {class: "meaning", text: ": " + g.meanings[name]}),
+      bad[name] ? el("div", {class: "violated", text: bad[name]}) : ""));
   }
   const prev = view.pos > 0 ? view.hist[view.pos - 1].node : null;
   const si = $("step-invariants");
   const e = prev === null ? null : edges(g, prev).find((x) => x.to === n &&
     x.label === view.hist[view.pos].label);
-  if (!e) si.textContent = "Step halves (" + g.stepInvariants.join(", ") + "): no step into " +
-    "this state on this path.";
-  else if (!e.bad.length) si.textContent = "Step halves (" + g.stepInvariants.join(", ") +
-    ") hold on the step " + e.label + ".";
+  const halves = "The halves about history (" + g.stepInvariants.join(", ") + ") are checked " +
+    "on each step: ";
+  if (!e) si.textContent = halves + "there is no step into this state on this path.";
+  else if (!e.bad.length) si.textContent = halves + "they hold on the step " + e.label + ".";
   else si.replaceChildren(el("span", {class: "violated", text: "Step " + e.label +
     " violates: " + e.bad.join("; ")}));
+  // BatchAtomic is about batch steps only: its meaning is not in the list above.
+  if (g.stepInvariants.includes("BatchAtomic")) si.append(el("div", {class: "meaning",
+    text: "BatchAtomic: " + g.meanings.BatchAtomic}));
 }
 
 function renderActions(g, n) {
@@ -116,9 +211,53 @@ function renderActions(g, n) {
     "(a stale receipt, a full queue) changes nothing, so it is no step.";
 }
 
+function renderBounds(g) {
+  $("bounds-title").textContent = "the " + g.title;
+  $("bounds").replaceChildren(el("tr", {}, ...["bound", "value", "what it means"].map((h) =>
+    el("th", {text: h}))), ...g.bounds.map(([name, value, meaning]) => el("tr",
+    {"data-bound": name}, el("td", {text: name}), el("td", {text: value}),
+    el("td", {text: meaning}))));
+}
+
+function renderTour(g) {
+  // The guide's path, each step a link to the state it reaches (with the path as its history);
+  // the steps the history has taken so far are ticked, and what the last one shows is said.
+  const box = $("tour");
+  box.replaceChildren();
+  const taken = traceMode() ? [] : view.hist.slice(1, view.pos + 1).map((h) => h.label);
+  let done = view.hist[0].node === 0 ? 0 : -1;
+  while (done >= 0 && done < g.tour.length && taken[done] === g.tour[done][0]) done += 1;
+  if (done >= 0 && taken.length > done) done = -1;  // the history has left the path
+  g.tour.forEach(([label], k) => {
+    const path = g.tour.slice(0, k + 1).map((t) => t[0]).join("/");
+    if (k) box.append(el("span", {class: "arrow", text: "\u2192"}));
+    box.append(el("span", {class: "step" + (k < done ? " done" : k === done ? " next" : ""),
+      "data-label": label}, (k < done ? "\u2713 " : k + 1 + ". "),
+      el("a", {href: "#state=" + view.graph + ":" + path, text: label})));
+  });
+  const now = $("tour-now");
+  const cx = DATA.cexs.find((c) => c.graph === view.graph);
+  const then = cx ? " Then load TLC's counterexample \u201c" + cx.title + "\u201d (top of the " +
+    "page) and step it with next: there, two consumers both process the message." : "";
+  if (!g.tour.length) now.textContent = "These bounds have no path to a duplicate delivery: " +
+    "take any action below.";
+  else if (done <= 0) now.textContent = done === 0 ? "Press the buttons under Enabled " +
+    "actions (or click the steps above) in this order, and watch the state on the left."
+    : "You have left the guide's path: restart (under History) to follow it again.";
+  else now.textContent = "Step " + done + ": " + g.tour[done - 1][1] +
+    (done < g.tour.length ? " Next: " + g.tour[done][0] + "." : then);
+}
+
 function renderHistory(g) {
   const ol = $("history");
   ol.replaceChildren();
+  if (traceMode()) {
+    // A threaded trace is not a path of the graph: no history of the explorer goes with it.
+    ol.append(el("li", {class: "empty", text: "none: a threaded model's trace is not a path " +
+      "of the spec's graph (its steps are listed with the counterexample)"}));
+    $("back").disabled = $("forward").disabled = true;
+    return;
+  }
   view.hist.forEach((h, k) => ol.append(el("li", {
     class: k === view.pos ? "current" : "", "data-node": h.node,
     text: (h.label === null ? "start" : h.label) + " \u2192 #" + h.node,
@@ -159,8 +298,7 @@ function renderTrace(c) {
   const old = prev ? Object.fromEntries(prev.vars) : {};
   const t = $("trace-vars");
   t.replaceChildren(el("tr", {}, el("th", {text: "variable"}), el("th", {text: "value"})));
-  for (const [k, v] of st.vars) t.append(el("tr", {class: prev && old[k] !== v ? "changed" : "",
-    "data-var": k}, el("td", {text: k}), el("td", {text: v})));
+  for (const [k, v] of st.vars) t.append(varRow(k, v, prev && old[k] !== v));
 }
 
 function renderCex() {
@@ -168,11 +306,14 @@ function renderCex() {
   $("cex").hidden = c === null;
   if (c === null) return;
   $("cex-select").value = c.key;
-  $("cex-title").textContent = c.title + " (" + c.model + ")";
+  $("cex-title").textContent = "Counterexample: " + c.title + " (" + c.model + ")";
+  $("cex-action").textContent = "TLC's step " + c.steps[view.step].n + ": " +
+    c.steps[view.step].action;
   $("cex-about").textContent = c.about;
   $("cex-where").textContent = c.graph !== null
     ? "Every state of this trace is a state of the graph \u201c" + DATA.graphs[c.graph].title +
-      "\u201d: stepping it moves the explorer. TLC's variables beyond the queue are below."
+      "\u201d: stepping it moves the explorer. TLC's variables beyond the queue are " +
+      "shown under the queue's state."
     : "A threaded model's trace: a steppable list of TLC's states (not the spec's graph).";
   const last = c.steps.length - 1;
   $("cex-step").textContent = "step " + (view.step + 1) + " of " + c.steps.length;
@@ -186,19 +327,25 @@ function renderCex() {
     text: "State " + st.n + ": " + st.action + (k > 0 && c.graph !== null
       ? " [" + (st.label === null ? "no step of the queue" : "spec: " + st.label) + "]" : ""),
     onclick: () => cexGo(k)})));
+}
+
+function renderCexExtra() {
+  // A linked trace's variables beyond the queue (the consumers' held receipts, finished), under
+  // the queue's state, where they stay in view while the trace steps.
+  const c = cex();
   const extra = $("cex-extra");
   extra.replaceChildren();
-  if (c.graph !== null) {
-    const queueVars = new Set(["msgs", "visible", "inFlight", "dead", "delayed", "timers", "now"]);
-    const prev = view.step > 0 ? Object.fromEntries(c.steps[view.step - 1].vars) : {};
-    const t = el("table", {id: "cex-vars"}, el("tr", {}, el("th", {text: "TLC variable"}),
-      el("th", {text: "value"})));
-    for (const [k, v] of c.steps[view.step].vars) if (!queueVars.has(k)) {
-      t.append(el("tr", {class: view.step > 0 && prev[k] !== v ? "changed" : "", "data-var": k},
-        el("td", {text: k}), el("td", {text: v})));
-    }
-    extra.append(el("p", {class: "tlc", text: "TLC's step: " + c.steps[view.step].action}), t);
+  extra.hidden = c === null || c.graph === null;
+  if (extra.hidden) return;
+  const queueVars = new Set(["msgs", "visible", "inFlight", "dead", "delayed", "timers", "now"]);
+  const prev = view.step > 0 ? Object.fromEntries(c.steps[view.step - 1].vars) : {};
+  const t = el("table", {id: "cex-vars"}, el("tr", {}, el("th", {text: "TLC variable"}),
+    el("th", {text: "value"})));
+  for (const [k, v] of c.steps[view.step].vars) if (!queueVars.has(k)) {
+    t.append(varRow(k, v, view.step > 0 && prev[k] !== v));
   }
+  extra.append(el("h2", {text: "TLC's variables beyond the queue (step " +
+    c.steps[view.step].n + ")"}), t);
 }
 
 function renderThreads(c) {
@@ -207,18 +354,18 @@ function renderThreads(c) {
   box.replaceChildren();
   const vars = Object.fromEntries(c.steps[view.step].vars);
   if (!("at" in vars && "op" in vars)) return;
-  const fn = (text) => Object.fromEntries([...text.matchAll(/(\w+) :> ("[^"]*"|<<[^>]*>>|\w+)/g)]
-    .map((m) => [m[1], m[2].replace(/"/g, "")]));
-  const at = fn(vars.at), op = fn(vars.op), arg = fn(vars.arg || "");
+  const at = tlcMap(vars.at), op = tlcMap(vars.op), arg = tlcMap(vars.arg);
   const sleeping = {};
-  for (const m of (vars.waiting || "").matchAll(/(\w+) \|-> \{([^}]*)\}/g)) {
-    for (const t of m[2].split(",").map((x) => x.trim()).filter(Boolean)) sleeping[t] = m[1];
+  for (const [cond, set] of Object.entries(tlcMap(vars.waiting))) {
+    for (const th of set.set || []) sleeping[tlcShow(th, true)] = cond;
   }
+  const shown = (v) => (v === undefined ? "" : tlcShow(v, true));
   const t = el("table", {id: "thread-table"}, el("tr", {}, ...["thread", "operation", "at",
     "argument", "asleep on"].map((h) => el("th", {text: h}))));
-  for (const th of Object.keys(at)) t.append(el("tr", {"data-thread": th}, ...[th, op[th], at[th],
-    arg[th] || "", sleeping[th] || ""].map((x) => el("td", {text: x}))));
-  box.append(el("p", {class: "note", text: "lock held by: " + (vars.lock || "?") +
+  for (const th of Object.keys(at)) t.append(el("tr", {"data-thread": th}, ...[th, shown(op[th]),
+    shown(at[th]), shown(arg[th]), sleeping[th] || ""].map((x) => el("td", {text: x}))));
+  box.append(el("p", {class: "note", text: "lock held by: " +
+    (vars.lock === undefined ? "?" : tlcText(vars.lock)) +
     (vars.clock !== undefined ? ", clock = " + vars.clock : "")}), t);
 }
 
@@ -256,7 +403,7 @@ function render() {
   $("trace-view").hidden = !trace;
   const g = G();
   $("graph").value = view.graph;
-  $("bounds").textContent = g.title + ": " + g.bounds;
+  renderBounds(g);
   $("graph-size").textContent = g.nodes.length + " states, " +
     g.edges.reduce((a, r) => a + r.length, 0) + " transitions";
   if (trace) {
@@ -267,6 +414,8 @@ function render() {
     $("invariants").replaceChildren(el("li", {text: "TLC checks this model's invariants; at " +
       "the last step: " + c.violation}));
     $("step-invariants").textContent = "";
+    $("receipts").replaceChildren(el("li", {class: "empty", text: "none: a threaded model's " +
+      "trace is not a path of the spec's graph"}));
   } else {
     const n = current();
     renderQueue(g, n);
@@ -275,7 +424,9 @@ function render() {
     renderReceipts(g);
   }
   renderHistory(g);
+  renderTour(g);
   renderCex();
+  renderCexExtra();
   writeFragment();
 }
 
@@ -303,7 +454,12 @@ function cexOpen(k, step) {
     view.graph = c.graph;
     view.hist = c.steps.map((st, i) => ({node: st.node, label: i === 0 ? null
       : (st.label === null ? "(" + st.action + ": no step of the queue)" : st.label)}));
+  } else {
+    // Nothing of the path before stays on the page: closing the trace returns to the empty
+    // queue of the graph shown.
+    view.hist = [{node: 0, label: null}];
   }
+  view.pos = 0;
   cexGo(step);
 }
 function cexGo(step) {
@@ -378,8 +534,11 @@ function init() {
     $("cex-select").append(el("option", {text: "(none in this page)"}));
     $("cex-select").disabled = $("cex-load").disabled = true;
   }
-  $("cex-load").addEventListener("click", () =>
-    cexOpen(DATA.cexs.findIndex((c) => c.key === $("cex-select").value), 0));
+  $("cex-load").addEventListener("click", () => {
+    cexOpen(DATA.cexs.findIndex((c) => c.key === $("cex-select").value), 0);
+    // The player heads the right column, the state is on the left: both in view from the top.
+    window.scrollTo(0, 0);
+  });
   $("cex-first").addEventListener("click", () => cexGo(0));
   $("cex-prev").addEventListener("click", () => cexGo(view.step - 1));
   $("cex-next").addEventListener("click", () => cexGo(view.step + 1));
