@@ -1,17 +1,30 @@
 """``python -m model_tests.conformance``: run the SQS profile's scenarios on an endpoint and judge.
 
-    python -m model_tests.conformance --endpoint moto|moto-server|URL [--fifo]
+    python -m model_tests.conformance --endpoint impl|impl-fifo|moto|moto-server|URL [--fifo]
         [--profile strict|sqs-standard|sqs-fifo] [--scenarios N] [--seed S]
-        [--report PATH] [--scenario-file F] [--no-shrink] [--wait-time SECONDS]
+        [--scenarios-file F.jsonl] [--probes] [--json PATH] [--junit PATH] [--report PATH]
+        [--yes] [--no-shrink] [--wait-time SECONDS]
     python -m model_tests.conformance --docs docs/conformance.md
 
 Generated scenarios (:func:`model_tests.conformance.profile.sqs_scenarios`, the same ones for a
-seed) or the scenarios of ``--scenario-file`` (JSON lines, each inside the SQS profile) run on
-the endpoint; the relaxed oracle explains every divergence, groups them, shrinks one per group
+seed) or the scenarios of ``--scenarios-file`` (JSON lines in the harness's format, each
+checked against the SQS profile; every line refused is named with why, and nothing runs), and
+with ``--probes`` the probes (:data:`model_tests.conformance.report.PROBES`), run on the
+endpoint; the relaxed oracle explains every divergence, groups them, shrinks one per group
 (:mod:`model_tests.conformance.report`). The summary goes to standard output; ``--report``
-writes it as Markdown. Exit status 0 when the profile (default: ``sqs-standard``, or
-``sqs-fifo`` with ``--fifo``) admits everything seen, 1 when it does not, 2 for bad arguments
-or a scenario outside the profile.
+writes it as Markdown, ``--json`` as data and ``--junit`` as JUnit XML
+(:mod:`model_tests.conformance.output`). Exit status: 0 when the profile (default: ``strict``
+on ``impl``, ``sqs-standard``, or ``sqs-fifo`` with ``--fifo``) admits everything seen, 1 when
+it does not, 2 for an error (bad arguments, a refused scenario, an endpoint that fails, Ctrl-C)
+or no verdict.
+
+``--endpoint impl`` (``impl-fifo``) is the project's own queue in-process
+(:mod:`model_tests.conformance.local`). Before anything is created on an SQS endpoint, the run
+prints the account (STS ``GetCallerIdentity``; for an endpoint without STS, that it is unknown)
+and the region, the queues it creates and deletes and at most how many requests it makes
+(:mod:`model_tests.conformance.plan`); an endpoint that is not local (not impl, moto, or a URL
+on localhost, 127.0.0.0/8 or ::1) needs ``--yes``, else the run stops there with status 2.
+Every ``kit-*`` queue of the run is deleted at the end, after an error, Ctrl-C or SIGTERM too.
 
 ``--wait-time SECONDS`` (1..20, URL endpoints only) makes every receive a long poll:
 ``WaitTimeSeconds`` > 0 queries all of SQS's servers instead of a sample, so fewer receives
@@ -31,14 +44,24 @@ with 0, 100 and 1000 messages in flight (moto recounts its messages on every cal
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
+from model_tests.conformance.local import FIFO_TARGETS, is_target, runner
 from model_tests.conformance.oracle import PROFILES
+from model_tests.conformance.output import (
+    NO_VERDICT,
+    NOT_ADMITTED,
+    Outcome,
+    write_json,
+    write_junit,
+)
 from model_tests.conformance.report import (
     KitRun,
+    Runner,
     conformance_doc,
     generate_scenarios,
     markdown,
@@ -46,8 +69,10 @@ from model_tests.conformance.report import (
     run_kit,
     summary,
 )
-from model_tests.scenario_format import Scenario, ScenarioError, parse_line
-from model_tests.targets import Output
+from model_tests.scenario_format import ScenarioError, parse_line
+
+if TYPE_CHECKING:
+    from model_tests.conformance.sqs import SqsEndpoint
 
 #: How many scenarios per endpoint and queue type ``--docs`` runs, and with which seed.
 DOC_SCENARIOS: Final = 300
@@ -55,8 +80,18 @@ DOC_SEED: Final = 16
 #: The command that writes ``docs/conformance.md`` (named in its header).
 DOC_COMMAND: Final = "python -m model_tests.conformance --docs docs/conformance.md"
 
-EXIT_NOT_ADMITTED: Final = 1
-EXIT_USAGE: Final = 2
+#: Exit statuses (:mod:`model_tests.conformance.output`): 1 a divergence the profile does not
+#: admit, 2 an error (bad arguments, a refused scenario, a crash) or no verdict.
+EXIT_NOT_ADMITTED: Final = NOT_ADMITTED
+EXIT_USAGE: Final = NO_VERDICT
+
+
+def default_profile(endpoint: str, fifo: bool) -> str:
+    """The profile a run is judged by unless ``--profile`` says: ``strict`` for the project's
+    own queue (an in-process target), else what AWS documents for the queue type."""
+    if is_target(endpoint):
+        return "strict"
+    return "sqs-fifo" if fifo else "sqs-standard"
 
 
 def kit_run(
@@ -71,24 +106,19 @@ def kit_run(
     source: str | None = None,
     labels: Sequence[str] | None = None,
     wait_time: int = 0,
+    opened: SqsEndpoint | None = None,
 ) -> KitRun:
-    """One run of the kit on ``endpoint`` (opened and closed here, receives long-polling
-    ``wait_time`` seconds): ``given`` scenarios, or ``scenarios`` generated ones for
-    ``seed_value``."""
-    from model_tests.conformance.profile import check_profile, sqs_scenarios
+    """One run of the kit on ``endpoint`` (``opened``, or opened and closed here, receives
+    long-polling ``wait_time`` seconds; an in-process target of :mod:`.local` needs no
+    opening): ``given`` scenarios, or ``scenarios`` generated ones for ``seed_value``."""
+    from model_tests.conformance.profile import check_profile
     from model_tests.conformance.sqs import open_endpoint, run_on_sqs
 
-    chosen = PROFILES[profile or ("sqs-fifo" if fifo else "sqs-standard")]
-    drawn = (
-        list(given)
-        if given is not None
-        else generate_scenarios(sqs_scenarios(fifo=fifo), scenarios, seed_value)
-    )
-    with open_endpoint(endpoint, wait_time=wait_time) as opened:
+    fifo = fifo or endpoint in FIFO_TARGETS
+    chosen = PROFILES[profile or default_profile(endpoint, fifo)]
+    drawn = list(given) if given is not None else generated(fifo, scenarios, seed_value)
 
-        def run(scenario: Scenario) -> list[Output]:
-            return run_on_sqs(scenario, opened)
-
+    def judge(run: Runner) -> KitRun:
         return run_kit(
             drawn,
             run,
@@ -102,17 +132,44 @@ def kit_run(
             labels=labels,
         )
 
+    if is_target(endpoint):
+        if wait_time:
+            raise ValueError(f"wait_time must be 0 on {endpoint} (an in-process queue)")
+        return judge(runner(endpoint))
+    if opened is not None:
+        endpoint_open = opened
+        return judge(lambda scenario: run_on_sqs(scenario, endpoint_open))
+    with open_endpoint(endpoint, wait_time=wait_time) as fresh:
+        return judge(lambda scenario: run_on_sqs(scenario, fresh))
 
-def probe_run(endpoint: str, fifo: bool) -> KitRun:
+
+def generated(fifo: bool, n: int, seed_value: int) -> list[dict[str, Any]]:
+    """The ``n`` generated scenarios of the SQS profile for ``seed_value``."""
+    from model_tests.conformance.profile import sqs_scenarios
+
+    return generate_scenarios(sqs_scenarios(fifo=fifo), n, seed_value)
+
+
+def probe_run(
+    endpoint: str,
+    fifo: bool,
+    *,
+    profile: str | None = None,
+    wait_time: int = 0,
+    opened: SqsEndpoint | None = None,
+) -> KitRun:
     """The :data:`~model_tests.conformance.report.PROBES` of one queue type on ``endpoint``,
     each its own finding, as written."""
-    chosen = probes(fifo)
+    chosen = probes(fifo or endpoint in FIFO_TARGETS)
     return kit_run(
         endpoint,
         fifo=fifo,
+        profile=profile,
         given=[sc for _, sc in chosen],
         source="probes",
         labels=[what for what, _ in chosen],
+        wait_time=wait_time,
+        opened=opened,
     )
 
 
@@ -182,52 +239,229 @@ def bench(endpoint: str, scenarios: int = 200, cycles: int = 100) -> list[str]:
     return lines
 
 
-def _read_scenarios(path: str, fifo: bool) -> list[dict[str, Any]]:
-    """The scenarios of a JSON-lines file, each checked: valid, of the queue type, inside the
-    SQS profile; a ``ValueError`` naming the line otherwise."""
+class Refused(ValueError):
+    """The run was refused before anything was created: bad scenarios, no ``--yes``."""
+
+
+def read_scenarios(path: str, fifo: bool) -> list[dict[str, Any]]:
+    """The scenarios of a JSON-lines file (blank lines and lines starting with ``#`` skipped),
+    each checked: valid, of the queue type, inside the SQS profile
+    (:func:`model_tests.conformance.profile.check_profile`). :class:`Refused` names every line
+    refused, each with all its reasons."""
     import json
 
     from model_tests.conformance.profile import check_profile
 
     out: list[dict[str, Any]] = []
+    refusals: list[str] = []
     for number, line in enumerate(Path(path).read_text().splitlines(), start=1):
-        if not line.strip():
+        if not line.strip() or line.lstrip().startswith("#"):
             continue
         try:
             parsed = parse_line(line)
         except ScenarioError as e:
-            raise ValueError(f"{path} line {number}: {e}") from None
+            refusals.append(f"{path} line {number}: {e}")
+            continue
         if parsed.config.fifo != fifo:
-            raise ValueError(f"{path} line {number}: fifo must be {fifo} (use --fifo to match)")
+            want = "a FIFO queue's (this run is FIFO)" if fifo else "a standard queue's"
+            hint = "drop --fifo" if fifo else "use --fifo or --endpoint impl-fifo"
+            refusals.append(f"{path} line {number}: the scenario must be {want}: {hint}")
+            continue
         reasons = check_profile(parsed)
         if reasons:
-            raise ValueError(f"{path} line {number}: outside the SQS profile: {reasons[0]}")
+            refusals.append(f"{path} line {number}: outside the SQS profile: {'; '.join(reasons)}")
+            continue
         out.append(json.loads(line))
+    if refusals:
+        raise Refused(f"{len(refusals)} scenario(s) refused:\n" + "\n".join(refusals))
     return out
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def _reruns(shrink_findings: bool) -> int:
+    """How many runs one finding may take after its scenarios ran: the shrinker's budget and
+    the run of the result (:func:`report.run_kit`'s default ``max_runs``), or that one run."""
+    import inspect
+
+    budget = inspect.signature(run_kit).parameters["max_runs"].default
+    return int(budget) + 1 if shrink_findings else 1
+
+
+def preamble(
+    endpoint: str,
+    opened: SqsEndpoint | None,
+    scenarios: Sequence[dict[str, Any]],
+    *,
+    fifo: bool,
+    shrink_findings: bool,
+) -> dict[str, Any]:
+    """Print, before anything is created, where the run goes (account and region, by STS), the
+    queues it creates and deletes and the requests it makes at most; the same as data."""
+    from model_tests.conformance.local import is_local
+    from model_tests.conformance.plan import plan
+    from model_tests.conformance.sqs import caller_identity
+    from model_tests.scenario_format import parse_scenario
+
+    local = is_local(endpoint)
+    where = "local" if local else "NOT local"
+    if opened is None:
+        print(
+            f"endpoint {endpoint} (local): the project's queue in this process; no account, "
+            "region, queues or requests",
+            flush=True,
+        )
+        return {"endpoint": endpoint, "local": True}
+    account, identity = caller_identity(opened)
+    if account is None:
+        then = "continuing (a local endpoint)" if local else "continuing"
+        who = f"account unknown: {identity}; {then}"
+    else:
+        who = f"account {account} ({identity})"
+    print(f"endpoint {endpoint} ({where}): {who}, region {opened.region}", flush=True)
+    made = plan([parse_scenario(s) for s in scenarios], _reruns(shrink_findings))
+    for line in made.lines(opened.prefix, fifo):
+        print(line, flush=True)
+    return {
+        "endpoint": endpoint,
+        "local": local,
+        "account": account,
+        "identity": identity,
+        "region": opened.region,
+        "queue_prefix": opened.prefix,
+        "plan": {
+            "scenarios": made.scenarios,
+            "queues": made.queues,
+            "requests": made.requests,
+            "costliest_scenario": made.costliest,
+            "reruns_per_finding": made.reruns,
+        },
+    }
+
+
+@contextlib.contextmanager
+def _terminate_as_interrupt() -> Iterator[None]:
+    """While the run is under way, SIGTERM (how a CI job is cancelled) raises
+    ``KeyboardInterrupt`` as Ctrl-C does, so the queues are deleted on the way out."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    before = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, before)
+
+
+def judged(args: argparse.Namespace) -> Outcome:
+    """Run the CLI's scenarios (and probes) as ``args`` say; every error, Ctrl-C included,
+    becomes the :class:`Outcome`'s error, after the endpoint's queues were deleted."""
+    from model_tests.conformance.local import is_local
+    from model_tests.conformance.sqs import open_endpoint
+
+    runs: list[KitRun] = []
+    labelled: dict[int, tuple[str, ...]] = {}
+    context: dict[str, Any] = {"seed": args.seed}
+    endpoint = args.endpoint
+    fifo = args.fifo or endpoint in FIFO_TARGETS
+    try:
+        with _terminate_as_interrupt(), contextlib.ExitStack() as stack:
+            given = read_scenarios(args.scenarios_file, fifo) if args.scenarios_file else None
+            drawn = given if given is not None else generated(fifo, args.scenarios, args.seed)
+            chosen = probes(fifo) if args.probes else []
+            opened = None
+            if not is_target(endpoint):
+                opened = stack.enter_context(open_endpoint(endpoint, wait_time=args.wait_time))
+            elif args.wait_time:
+                raise ValueError(f"wait_time must be 0 on {endpoint} (an in-process queue)")
+            context.update(
+                preamble(
+                    endpoint,
+                    opened,
+                    [*drawn, *(sc for _, sc in chosen)],
+                    fifo=fifo,
+                    shrink_findings=not args.no_shrink,
+                )
+            )
+            if not is_local(endpoint) and not args.yes:
+                raise Refused(
+                    f"{endpoint} is not a local endpoint: it creates queues and makes requests "
+                    "in the account above; run again with --yes to go ahead"
+                )
+            run = kit_run(
+                endpoint,
+                fifo=fifo,
+                profile=args.profile,
+                seed_value=args.seed,
+                given=drawn,
+                shrink_findings=not args.no_shrink,
+                source=None if given is not None else "generated",
+                opened=opened,
+            )
+            runs.append(run)
+            print(summary(run), flush=True)
+            if chosen:
+                probe = probe_run(endpoint, fifo, profile=args.profile, opened=opened)
+                runs.append(probe)
+                labelled[len(runs) - 1] = tuple(what for what, _ in chosen)
+                print(summary(probe), flush=True)
+    except KeyboardInterrupt:
+        return Outcome(tuple(runs), labelled, "interrupted (Ctrl-C or SIGTERM)", context)
+    except Exception as e:
+        text = str(e) if isinstance(e, Refused | ValueError) else f"{type(e).__name__}: {e}"
+        return Outcome(tuple(runs), labelled, text, context)
+    return Outcome(tuple(runs), labelled, None, context)
+
+
+def parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m model_tests.conformance",
         description="Run the model's scenarios on an SQS endpoint and judge the outputs with "
-        "the relaxed oracle.",
+        "the relaxed oracle. Exit status: 0 conforms (the profile admits everything seen), 1 a "
+        "divergence the profile does not admit, 2 an error or no verdict.",
     )
     parser.add_argument(
         "--endpoint",
         default="moto",
-        help="moto (in-process), moto-server (ThreadedMotoServer on 127.0.0.1) or an http(s) "
-        "URL (credentials from the boto3 chain; real time)",
+        help="impl or impl-fifo (the project's own queue in-process, profile strict), moto "
+        "(in-process), moto-server (ThreadedMotoServer on 127.0.0.1) or an http(s) URL "
+        "(credentials from the boto3 chain, region from AWS_REGION or AWS_DEFAULT_REGION; "
+        "real time; --yes unless on localhost)",
     )
     parser.add_argument("--fifo", action="store_true", help="FIFO queues")
     parser.add_argument(
         "--profile",
         choices=sorted(PROFILES),
-        help="what the endpoint is allowed (default: sqs-standard, or sqs-fifo with --fifo)",
+        help="what the endpoint is allowed (default: strict on impl, sqs-standard, or sqs-fifo "
+        "with --fifo)",
     )
     parser.add_argument("--scenarios", type=int, default=100, help="how many to generate")
     parser.add_argument("--seed", type=int, default=0, help="the generator's seed")
     parser.add_argument("--report", help="write the report as Markdown to this path")
-    parser.add_argument("--scenario-file", help="run these scenarios (JSON lines) instead")
+    parser.add_argument(
+        "--scenarios-file",
+        "--scenario-file",
+        dest="scenarios_file",
+        metavar="F.jsonl",
+        help="run these scenarios (JSON lines, the harness's format) instead of generated ones",
+    )
+    parser.add_argument(
+        "--probes", action="store_true", help="also run the probes (one test case each)"
+    )
+    parser.add_argument("--json", metavar="PATH", help="write the run as JSON to this path")
+    parser.add_argument(
+        "--junit", metavar="PATH", help="write JUnit XML to this path (a test case per finding)"
+    )
+    parser.add_argument(
+        "--yes",
+        action="store_true",
+        help="go ahead on an endpoint that is not local (it creates queues and makes requests)",
+    )
     parser.add_argument(
         "--no-shrink", action="store_true", help="report the smallest scenario as found"
     )
@@ -245,9 +479,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--bench", action="store_true", help="measure the endpoint's throughput through the kit"
     )
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    cli = parser()
+    args = cli.parse_args(argv)
     if args.scenarios < 0:
-        parser.error(f"--scenarios must be >= 0, got {args.scenarios}")
+        cli.error(f"--scenarios must be >= 0, got {args.scenarios}")
     if args.bench:
         for line in bench(args.endpoint):
             print(line, flush=True)
@@ -258,29 +497,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         for r in runs:
             print(summary(r))
         return 0
-    try:
-        given = _read_scenarios(args.scenario_file, args.fifo) if args.scenario_file else None
-    except (OSError, ValueError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return EXIT_USAGE
-    try:
-        run = kit_run(
-            args.endpoint,
-            fifo=args.fifo,
-            profile=args.profile,
-            scenarios=args.scenarios,
-            seed_value=args.seed,
-            given=given,
-            shrink_findings=not args.no_shrink,
-            wait_time=args.wait_time,
-        )
-    except ValueError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return EXIT_USAGE
-    print(summary(run))
-    if args.report:
-        Path(args.report).write_text(markdown(run))
-    return 0 if run.admitted else EXIT_NOT_ADMITTED
+    outcome = judged(args)
+    if outcome.error is not None:
+        print(f"error: {outcome.error}", file=sys.stderr)
+    if args.report and outcome.runs:
+        Path(args.report).write_text("\n".join(markdown(r) for r in outcome.runs))
+    if args.json:
+        write_json(args.json, outcome)
+    if args.junit:
+        write_junit(args.junit, outcome)
+    return outcome.status
 
 
 if __name__ == "__main__":

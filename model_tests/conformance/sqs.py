@@ -79,19 +79,28 @@ seconds only: the only place the kit sleeps, and never in tests.
 
 **Running against a real endpoint** (a URL: real SQS, ElasticMQ, LocalStack; never in CI):
 
-1. *Credentials and region* come from the usual boto3 chain (``AWS_PROFILE`` or
-   ``AWS_ACCESS_KEY_ID``/``AWS_SECRET_ACCESS_KEY``, ``AWS_REGION``); give the region's endpoint,
-   e.g. ``https://sqs.eu-west-1.amazonaws.com``. The principal needs ``sqs:CreateQueue``,
+1. *Credentials and region*: credentials come from the usual boto3 chain (``AWS_PROFILE`` or
+   ``AWS_ACCESS_KEY_ID``/``AWS_SECRET_ACCESS_KEY``); the region from ``AWS_REGION``, else
+   ``AWS_DEFAULT_REGION`` or the profile's (boto3 reads only these two), else the endpoint's
+   AWS host name (:func:`region_of`). Give the region's endpoint, e.g.
+   ``https://sqs.eu-west-1.amazonaws.com``. The principal needs ``sqs:CreateQueue``,
    ``GetQueueAttributes``, ``SendMessage``, ``ReceiveMessage``, ``DeleteMessage``,
    ``ChangeMessageVisibility``, ``PurgeQueue`` and ``DeleteQueue`` (the batch calls are
-   authorised as these) on queues named ``kit-*``.
+   authorised as these) on queues named ``kit-*``; ``sts:GetCallerIdentity`` (which needs no
+   permission) names the account before the run (:func:`caller_identity`).
 2. *Costs*: every op is at least one request (a batch is one, ``purge`` two, ``dead`` two or
    more), and each scenario creates and deletes its queues (two more requests per queue, three
-   with a dead-letter queue); SQS bills requests, so a scenario costs tens of requests.
-   ``advance`` sleeps, so a run of 20 scenarios takes minutes.
+   with a dead-letter queue); SQS bills requests, so a scenario costs tens of requests. The
+   CLI prints an upper bound before it starts (:mod:`model_tests.conformance.plan`).
+   ``advance`` sleeps, so a run of 20 scenarios takes minutes. The judged calls are made once:
+   boto3's retries are off for them (:data:`JUDGED_RETRIES`), since a send retried after a
+   lost answer is a different scenario; creating and deleting queues is retried.
 3. *Queues it creates*: ``kit-<12 hex digits>-<n>`` (``.fifo`` on FIFO queues) and, with
-   ``max_receives``, ``kit-<...>-<n>-dlq``; all are deleted when the scenario ends, even when it
-   fails. *If a run is killed* (Ctrl-C, a timeout) its current scenario's queues stay: list them
+   ``max_receives``, ``kit-<...>-<n>-dlq``; the first 8 digits are the run's
+   (:attr:`SqsEndpoint.prefix`), the last 4 count its scenarios. All are deleted when the
+   scenario ends, even when it fails, and what is left when the endpoint closes (after an
+   error, Ctrl-C, SIGTERM under the CLI) is deleted then (:meth:`SqsEndpoint.sweep`). *If a
+   run is killed* (SIGKILL) or a second Ctrl-C stops that sweep, delete what is left: list it
    with ``aws sqs list-queues --queue-name-prefix kit-`` and delete each with
    ``aws sqs delete-queue --queue-url URL`` (make sure no queue of yours starts with ``kit-``).
 4. *Purge's 60 s rule*: SQS allows one ``PurgeQueue`` per queue every 60 seconds, and the
@@ -159,6 +168,13 @@ RECEIPT_ERRORS: Final = frozenset({"ReceiptHandleIsInvalid", "MessageNotInflight
 MAX_WAIT_TIME: Final = 20
 #: The endpoint names other than URLs.
 ENDPOINTS: Final = ("moto", "moto-server")
+#: Error codes that say a queue does not exist (deleted already, or never created).
+GONE: Final = frozenset({"QueueDoesNotExist", "NonExistentQueue"})
+#: boto3's retries for the judged calls: none (one attempt), since a retried call is another
+#: scenario (a send retried after a lost answer is sent twice).
+JUDGED_RETRIES: Final = {"total_max_attempts": 1, "mode": "standard"}
+#: Retries for creating and deleting queues (idempotent calls): boto3's standard mode.
+ADMIN_RETRIES: Final = {"total_max_attempts": 5, "mode": "standard"}
 
 
 class SqsError(RuntimeError):
@@ -255,7 +271,15 @@ class WallClock:
 
 @dataclass
 class SqsEndpoint:
-    """An open SQS endpoint: a boto3 SQS client and the clock that ``advance`` moves."""
+    """An open SQS endpoint: a boto3 SQS client and the clock that ``advance`` moves.
+
+    ``client`` makes the judged calls (every op's), with boto3's retries off: a retried send
+    is a different scenario. ``admin`` (``client`` when not given) creates and deletes the
+    queues, where a retry is harmless (both calls are idempotent) and welcome on a throttled
+    endpoint. Every queue the run creates is named ``kit-<run_token><4 hex digits>-...`` and
+    recorded in ``live`` (with its attributes, before the call that creates it) until it is
+    deleted: :meth:`sweep` deletes what is left, even a queue whose creation was interrupted.
+    """
 
     name: str
     client: Any
@@ -263,6 +287,62 @@ class SqsEndpoint:
     url: str | None = None
     #: ``WaitTimeSeconds`` of every receive: 0 short-polls, 1..20 long-polls (URL endpoints).
     wait_time: int = 0
+    admin: Any = None
+    #: The first 8 hex digits of every queue name of this run (``kit-<run_token>``).
+    run_token: str = field(default_factory=lambda: uuid.uuid4().hex[:8])
+    #: Queues created and not yet deleted: name -> (URL, ``None`` while the create is under
+    #: way; the attributes it is created with).
+    live: dict[str, tuple[str | None, dict[str, str]]] = field(default_factory=dict)
+    #: Scenarios (targets) opened so far: the last 4 hex digits of their queues' token.
+    opened: int = 0
+    region: str | None = None
+
+    @property
+    def queues(self) -> Any:
+        """The client that creates and deletes queues."""
+        return self.client if self.admin is None else self.admin
+
+    @property
+    def prefix(self) -> str:
+        """The name prefix of every queue of this run."""
+        return f"kit-{self.run_token}"
+
+    def next_token(self) -> str:
+        """The 12 hex digits of the next scenario's queue names."""
+        self.opened += 1
+        return f"{self.run_token}{self.opened % 0x10000:04x}"
+
+    def sweep(self) -> list[str]:
+        """Delete every queue of the run still recorded in :attr:`live`; the names of those it
+        could not delete. A queue whose URL is unknown (its creation was interrupted) is
+        created again first, with the same attributes: ``CreateQueue`` of an existing queue
+        returns its URL, and no listing has to catch up (SQS's lags a creation). A second
+        Ctrl-C stops the sweep; what is left is returned."""
+        left: list[str] = []
+        try:
+            # Newest first: a queue before the dead-letter queue its redrive policy names.
+            for name in reversed(list(self.live)):
+                if not self._delete(name):
+                    left.append(name)
+        except KeyboardInterrupt:
+            left += [n for n in self.live if n not in left]
+        return left
+
+    def _delete(self, name: str) -> bool:
+        url, attributes = self.live[name]
+        try:
+            if url is None:
+                try:
+                    got = self.queues.create_queue(QueueName=name, Attributes=attributes)
+                except Exception:  # e.g. its dead-letter queue is gone: ask for the URL
+                    got = self.queues.get_queue_url(QueueName=name)
+                url = got["QueueUrl"]
+            self.queues.delete_queue(QueueUrl=url)
+        except Exception as e:  # ClientError or a connection's error: botocore is optional here
+            if _code(e)[0] not in GONE:
+                return False
+        del self.live[name]
+        return True
 
 
 def _moto_client(endpoint_url: str | None = None) -> Any:
@@ -277,8 +357,88 @@ def _moto_client(endpoint_url: str | None = None) -> Any:
         endpoint_url=endpoint_url,
         aws_access_key_id="kit",
         aws_secret_access_key="kit",
-        config=Config(retries={"total_max_attempts": 1}),
+        config=Config(retries=JUDGED_RETRIES),
     )
+
+
+def region_of(url: str, environ: Mapping[str, str] | None = None) -> str:
+    """The region to sign requests to ``url`` for: ``AWS_REGION``, else ``AWS_DEFAULT_REGION``
+    or the profile's region (boto3's own chain, which ignores ``AWS_REGION``), else the region
+    in an AWS host name (``sqs.<region>.amazonaws.com``). A ``ValueError`` names both variables
+    when there is none, and when the host's region is not the one the environment gives (the
+    signature would be refused)."""
+    import os
+
+    import boto3
+
+    env = os.environ if environ is None else environ
+    from_url = _host_region(url)
+    given = env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION")
+    if not given and environ is None:
+        given = boto3.session.Session().region_name
+    if given and from_url and given != from_url:
+        raise ValueError(
+            f"region: the endpoint {url} is in {from_url}, but the environment (AWS_REGION / "
+            f"AWS_DEFAULT_REGION / the profile) says {given}"
+        )
+    region = given or from_url
+    if not region:
+        raise ValueError(
+            f"region: none for {url}; set AWS_DEFAULT_REGION or AWS_REGION (e.g. us-east-1)"
+        )
+    return region
+
+
+def _host_region(url: str) -> str | None:
+    """The region named by an AWS SQS host (``sqs.eu-west-1.amazonaws.com``,
+    ``eu-west-1.queue.amazonaws.com``), else ``None``."""
+    from urllib.parse import urlsplit
+
+    host = (urlsplit(url).hostname or "").lower()
+    parts = host.split(".")
+    if "amazonaws" not in parts:
+        return None
+    if parts[0] == "sqs" and len(parts) >= 4:
+        return parts[1]
+    if len(parts) >= 4 and parts[1] == "queue":
+        return parts[0]
+    return None
+
+
+def _url_clients(url: str, region: str) -> tuple[Any, Any]:
+    """``(judged, admin)`` SQS clients for ``url``: credentials from the boto3 chain; the
+    judged one without retries (:data:`JUDGED_RETRIES`)."""
+    import boto3
+    from botocore.config import Config
+
+    def make(retries: Mapping[str, Any]) -> Any:
+        return boto3.client(
+            "sqs", endpoint_url=url, region_name=region, config=Config(retries=dict(retries))
+        )
+
+    return make(JUDGED_RETRIES), make(ADMIN_RETRIES)
+
+
+def caller_identity(endpoint: SqsEndpoint) -> tuple[str | None, str]:
+    """``(account, what was found)`` of ``endpoint``'s credentials, by STS
+    ``GetCallerIdentity`` (one request that changes nothing): at the AWS regional STS for an
+    AWS host, else at the endpoint's own URL (LocalStack and moto answer it, ElasticMQ does
+    not). When STS does not answer, the account is ``None`` and the text says why."""
+    import boto3
+    from botocore.config import Config
+
+    config = Config(retries=dict(JUDGED_RETRIES), connect_timeout=5, read_timeout=10)
+    params: dict[str, Any] = {"region_name": endpoint.region or MOTO_REGION, "config": config}
+    if endpoint.name in ENDPOINTS:
+        params.update(aws_access_key_id="kit", aws_secret_access_key="kit")
+    if endpoint.url is not None and _host_region(endpoint.url) is None:
+        params["endpoint_url"] = endpoint.url
+    try:
+        got = boto3.client("sts", **params).get_caller_identity()
+    except Exception as e:  # any failure only means "unknown"
+        where = params.get("endpoint_url", "AWS STS")
+        return None, f"STS is not available at {where} ({type(e).__name__}: {e})"
+    return str(got.get("Account")), str(got.get("Arn"))
 
 
 def check_wait_time(endpoint: str, wait_time: int) -> None:
@@ -312,7 +472,7 @@ def open_endpoint(endpoint: str, *, wait_time: int = 0) -> Iterator[SqsEndpoint]
 
         clock = MotoClock()
         with clock.patched(), moto.mock_aws():
-            yield SqsEndpoint(endpoint, _moto_client(), clock)
+            yield from _swept(SqsEndpoint(endpoint, _moto_client(), clock, region=MOTO_REGION))
     elif endpoint == "moto-server":
         from moto.server import ThreadedMotoServer
 
@@ -328,20 +488,54 @@ def open_endpoint(endpoint: str, *, wait_time: int = 0) -> Iterator[SqsEndpoint]
                 try:
                     host, port = server.get_host_and_port()
                     url = f"http://{host}:{port}"
-                    yield SqsEndpoint(endpoint, _moto_client(url), clock, url)
+                    opened = SqsEndpoint(endpoint, _moto_client(url), clock, url)
+                    opened.region = MOTO_REGION
+                    yield from _swept(opened)
                 finally:
                     server.stop()
         finally:
             log.setLevel(level)
     elif endpoint.startswith(("http://", "https://")):
-        import boto3
-
-        client = boto3.client("sqs", endpoint_url=endpoint)
-        yield SqsEndpoint(endpoint, client, WallClock(), endpoint, wait_time)
+        region = region_of(endpoint)
+        client, admin = _url_clients(endpoint, region)
+        yield from _swept(
+            SqsEndpoint(
+                endpoint, client, WallClock(), endpoint, wait_time, admin=admin, region=region
+            )
+        )
     else:
         raise ValueError(
             f"endpoint must be one of {', '.join(ENDPOINTS)} or an http(s) URL, got {endpoint!r}"
         )
+
+
+class LeftQueues(RuntimeError):
+    """Queues of the run that the kit could not delete (their names or URLs are in the text)."""
+
+
+def _swept(opened: SqsEndpoint) -> Iterator[SqsEndpoint]:
+    """Yield ``opened``; afterwards, whatever happened in between (an error, Ctrl-C), delete
+    every queue of the run left (:meth:`SqsEndpoint.sweep`). What could not be deleted is
+    printed on standard error with the commands that delete it, and raised as
+    :class:`LeftQueues` if nothing else is being raised."""
+    import sys
+
+    failed = True
+    try:
+        yield opened
+        failed = False
+    finally:
+        left = opened.sweep()
+        if left:
+            names = "\n".join(f"  {n}" for n in left)
+            message = (
+                f"the kit could not delete these queues of its run (if they exist):\n{names}\n"
+                f"list them with: aws sqs list-queues --queue-name-prefix {opened.prefix}\n"
+                "delete each with: aws sqs delete-queue --queue-url URL"
+            )
+            print(message, file=sys.stderr)
+            if not failed:
+                raise LeftQueues(message)
 
 
 # -- the target ----------------------------------------------------------------------------------
@@ -397,7 +591,7 @@ class SqsTarget:
         self._config = config
         self._endpoint = endpoint
         self._sqs = endpoint.client
-        self._token = uuid.uuid4().hex[:12]
+        self._token = endpoint.next_token()
         self.queues: list[_Queue] = []
         self._current = 0
         self.new_queue()
@@ -414,6 +608,16 @@ class SqsTarget:
 
         try:
             return getattr(self._sqs, operation)(**params)
+        except ClientError as e:
+            code, message = _code(e)
+            raise SqsError(f"{operation}: {code}: {message}") from e
+
+    def _admin(self, operation: str, **params: Any) -> Any:
+        """A call that creates, describes or deletes a queue (retried; see :class:`SqsEndpoint`)."""
+        from botocore.exceptions import ClientError
+
+        try:
+            return getattr(self._endpoint.queues, operation)(**params)
         except ClientError as e:
             code, message = _code(e)
             raise SqsError(f"{operation}: {code}: {message}") from e
@@ -435,7 +639,19 @@ class SqsTarget:
         if self._config.fifo:
             name += ".fifo"
             attributes = {**attributes, "FifoQueue": "true", "ContentBasedDeduplication": "false"}
-        url: str = self._call("create_queue", QueueName=name, Attributes=attributes)["QueueUrl"]
+        # Recorded before the call: a create interrupted after SQS made the queue is swept too.
+        from botocore.exceptions import EndpointConnectionError
+
+        live = self._endpoint.live
+        live[name] = (None, attributes)
+        try:
+            got = self._admin("create_queue", QueueName=name, Attributes=attributes)
+        except (SqsError, EndpointConnectionError):
+            # Refused, or never sent (no connection): there is no such queue to delete.
+            del live[name]
+            raise
+        url: str = got["QueueUrl"]
+        live[name] = (url, attributes)
         return url
 
     def new_queue(self) -> None:
@@ -449,7 +665,7 @@ class SqsTarget:
         dlq_url = None
         if c.max_receives is not None:
             dlq_url = self._create(f"{name}-dlq", {})
-            arn = self._call("get_queue_attributes", QueueUrl=dlq_url, AttributeNames=["QueueArn"])
+            arn = self._admin("get_queue_attributes", QueueUrl=dlq_url, AttributeNames=["QueueArn"])
             policy = {
                 "deadLetterTargetArn": arn["Attributes"]["QueueArn"],
                 "maxReceiveCount": c.max_receives,
@@ -465,13 +681,18 @@ class SqsTarget:
         """Delete every queue of the run (and its DLQ); the first error is raised after all
         deletions were tried."""
         errors: list[SqsError] = []
+        live = self._endpoint.live
         for q in self.queues:
             for url in (q.url, q.dlq_url):
                 if url is not None:
                     try:
-                        self._call("delete_queue", QueueUrl=url)
+                        self._admin("delete_queue", QueueUrl=url)
                     except SqsError as e:
-                        errors.append(e)
+                        if _code(e.__cause__ or e)[0] not in GONE:
+                            errors.append(e)
+                            continue
+                    for name in [n for n, (u, _) in live.items() if u == url]:
+                        del live[name]
         if errors:
             raise errors[0]
 
