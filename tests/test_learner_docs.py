@@ -13,8 +13,12 @@ existing test file whose text holds each name of its ``-k`` expression, every ``
 ``model_tests.mutants``; and each seed pitfall's section names the mutants that
 ``model_tests/mutants.py`` files under that pitfall.
 
-Every relative link of the learner's pages and of ``docs/index.md`` must name an existing file
-and, with an anchor into a Markdown page, an existing heading of it.
+Every relative link of the learner's pages, of ``docs/index.md``, ``docs/contract.md`` and
+``docs/sources.md`` must name an existing file and, with an anchor into a Markdown page, an
+existing heading of it. No page a user reads (README and every ``docs/*.md``) points outside the
+repository (``../shared/``): the contract and the source problems are ``docs/contract.md`` and
+``docs/sources.md``. The contract page names every invariant, operation and harness op that the
+code defines.
 """
 
 from __future__ import annotations
@@ -36,6 +40,9 @@ from impl.sweeper import SweeperLink
 from impl.sync import Sync
 from impl.timers import Timer, Timers
 from model_tests import mutants
+from model_tests.scenario_format import op_table
+from spec.invariants import INVARIANTS
+from spec.operations import REGISTRY
 from tla.models import discover
 
 ROOT: Final = Path(__file__).resolve().parents[1]
@@ -43,7 +50,15 @@ DOCS: Final = ROOT / "docs"
 PRIMER: Final = DOCS / "tla-primer.md"
 PITFALLS: Final = DOCS / "pitfalls.md"
 #: The pages whose links are checked (docs/explorer.html is a page, but not Markdown).
-LINKED_PAGES: Final = ("index.md", "tla-primer.md", "walkthrough.md", "pitfalls.md", "exercises.md")
+LINKED_PAGES: Final = (
+    "index.md",
+    "tla-primer.md",
+    "walkthrough.md",
+    "pitfalls.md",
+    "exercises.md",
+    "contract.md",
+    "sources.md",
+)
 
 _QUOTE = re.compile(r"<!-- quote: (\S+) -->\n```\w*\n(.*?)\n```", re.DOTALL)
 _COLUMNS = re.compile(r"<!-- columns: (.*?) -->\n((?:\|.*\n)+)")
@@ -367,3 +382,62 @@ def test_every_name_in_the_where_it_lives_tables_exists_in_its_layer() -> None:
     assert unknown_names("Nope.tla", "TLA+", words["TLA+"], names["TLA+"]) == ["Nope.tla"]
     assert unresolved("Queue._deliver, Core.deliver, Core.visible") == ["Queue._deliver"]
     assert unresolved("FifoQueue._wake_group") == ["FifoQueue._wake_group"]
+
+
+# -- the contract and the source problems are in the repository ---------------------------------
+
+#: The pages a user reads: README and every page of docs/.
+USER_PAGES: Final = [ROOT / "README.md", *sorted(DOCS.glob("*.md"))]
+_OUTSIDE: Final = re.compile(r"\.\./shared\b|(?<![\w.])shared/(?:contract\.md|seeds)")
+
+
+@pytest.mark.parametrize("page", USER_PAGES, ids=lambda p: p.name)
+def test_no_page_points_outside_the_repository(page: Path) -> None:
+    lines = page.read_text().splitlines()
+    outside = [f"{k}: {line}" for k, line in enumerate(lines, 1) if _OUTSIDE.search(line)]
+    assert outside == [], f"{page.name} points outside the repository: {outside}"
+
+
+def test_the_outside_check_can_fail() -> None:
+    assert _OUTSIDE.search("the contract, `../shared/contract.md`")
+    assert _OUTSIDE.search("in ../shared/seeds/000_x.txt")
+    assert not _OUTSIDE.search("the [contract](contract.md), sources.md, a shared lock")
+
+
+def contract_invariants() -> set[str]:
+    """The contract's invariants as the code names them: the spec's, and those the TLA+ models
+    of the contract check (``Queue``, ``QueueFifo``, and ``BatchAtomic`` of ``QueueBatchSplit``),
+    without TLA+'s ``TypeOK``."""
+    names = set(INVARIANTS)
+    for cfg in ("Queue.cfg", "QueueFifo.cfg", "QueueBatchSplit.cfg"):
+        for line in (ROOT / "tla" / cfg).read_text().splitlines():
+            if line.startswith("INVARIANTS "):
+                names |= set(line.split()[1:]) - {"TypeOK"}
+    return names
+
+
+def test_the_contract_page_names_every_invariant_operation_and_harness_op() -> None:
+    text = re.sub(r"```.*?```", "", (DOCS / "contract.md").read_text(), flags=re.DOTALL)
+    spans = set(_CODE.findall(text))
+    invariants = contract_invariants()
+    assert {"OneState", "BatchAtomic", "GroupOrder", "DedupWindow"} <= invariants
+    assert sorted(invariants - spans) == [], "invariants the contract page does not name"
+    operations = {op.name for op in REGISTRY}
+    named = {word for s in spans for word in re.findall(r"^\w+", s)}  # `send(id, …)`: send
+    assert sorted(operations - named) == [], "operations the contract page does not name"
+    ops = set(op_table())
+    harness = {m.group(1) for s in spans if (m := re.match(r'\["(\w+)"', s))}
+    assert len(ops) >= 15
+    assert sorted(ops - harness) == [], "harness ops the contract page does not show"
+
+
+def test_the_source_problems_page_links_every_pitfall_and_question() -> None:
+    text = (DOCS / "sources.md").read_text()
+    pitfalls = [h for h in sections(PITFALLS) if h.startswith("Pitfall ")]
+    assert len(pitfalls) == 6
+    for heading in [*pitfalls, "The second seed's traps"]:
+        assert f"pitfalls.md#{slug(heading)}" in text, heading
+    questions = re.findall(r"^### (Q\d\..*)$", (DOCS / "walkthrough.md").read_text(), re.M)
+    assert len(questions) == 5
+    for heading in questions:
+        assert f"walkthrough.md#{slug(heading)}" in text, heading
