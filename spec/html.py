@@ -84,7 +84,7 @@ _NOT_ON_STANDARD: Final = frozenset({"GroupOrder", "DedupWindow"})
 
 #: What each contract invariant says, in one line, as the page shows it beside the name (the
 #: contract's section 2 and 2b in a learner's words; ``spec/invariants.py`` is the definition).
-#: ``BatchAtomic`` is checked on the batch steps only, so it is listed when a graph has them.
+#: ``BatchAtomic`` is about the batch steps only (``purge`` and the ``*_batch`` calls).
 MEANINGS: Final[Mapping[str, str]] = {
     "OneState": "every message is in exactly one place (visible, in flight, delayed, done, "
     "cancelled or dead), and a finished one never changes again",
@@ -101,8 +101,8 @@ MEANINGS: Final[Mapping[str, str]] = {
     "in send order, and nothing from a group that is locked",
     "DedupWindow": "within the dedup window of an acceptance no other message with the same "
     "dedup id is accepted",
-    "BatchAtomic": "a batch is one step: its entries one after another with nothing in between, "
-    "and a rejected send_batch changes nothing",
+    "BatchAtomic": "a batch (a *_batch call, or purge) is one step: its entries one after another "
+    "with nothing in between, and a rejected send_batch changes nothing",
 }
 
 #: What each bound means (:class:`spec.explore.Bounds`, one row of the page's bounds table each).
@@ -275,11 +275,10 @@ def invariant_names(fifo: bool) -> list[str]:
     return [n for n in INVARIANTS if n not in skip]
 
 
-def step_invariant_names(bounds: Bounds) -> list[str]:
-    """The invariants checked on each step of a graph at ``bounds``: the step halves that mean
-    something on its kind of queue, and ``BatchAtomic`` when it has batch actions."""
-    names = [n for n in STEP_INVARIANTS if n in invariant_names(bounds.fifo)]
-    return [*names, "BatchAtomic"] if bounds.batch > 1 else names
+def step_invariant_names(fifo: bool) -> list[str]:
+    """The invariants checked on each step: the step halves that mean something on this kind of
+    queue, and ``BatchAtomic`` (on the batch steps: ``purge`` is one, tried at every bound)."""
+    return [*(n for n in STEP_INVARIANTS if n in invariant_names(fifo)), "BatchAtomic"]
 
 
 # -- what the page explains: the bounds, the guide ------------------------------------------------
@@ -413,7 +412,7 @@ def _node_json(node: Node, fifo: bool) -> list[Any]:
 def _graph_json(g: ExploredGraph) -> dict[str, Any]:
     fifo = g.spec.bounds.fifo
     names = invariant_names(fifo)
-    steps = step_invariant_names(g.spec.bounds)
+    steps = step_invariant_names(fifo)
     return {
         "title": g.spec.title,
         "bounds": [list(r) for r in bound_rows(g.spec.bounds)],

@@ -193,7 +193,7 @@ function renderInvariants(g, n) {
   else if (!e.bad.length) si.textContent = halves + "they hold on the step " + e.label + ".";
   else si.replaceChildren(el("span", {class: "violated", text: "Step " + e.label +
     " violates: " + e.bad.join("; ")}));
-  // BatchAtomic is about batch steps only: its meaning is not in the list above.
+  // BatchAtomic is about the batch steps only: it has no line in the list above.
   if (g.stepInvariants.includes("BatchAtomic")) si.append(el("div", {class: "meaning",
     text: "BatchAtomic: " + g.meanings.BatchAtomic}));
 }
