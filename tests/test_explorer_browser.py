@@ -9,6 +9,14 @@ spec says (the node numbers from :func:`spec.explore.explore`, the invariant nam
 :mod:`spec.html`, in this process), so a page that draws the wrong state, labels an action
 wrongly or loses the fragment fails.
 
+And what a newcomer needs of it, measured: the guide and the meanings on the first screen, the
+bounds as a table, TLC's values in the page's notation, the counterexample's *next* button and
+the queue's in-flight row inside the viewport at every step (at :data:`WIDTHS`, a laptop's
+height), the page no wider than its window, a WCAG contrast of at least 4.5:1 for every text
+(computed here from the browser's computed colours), and the panels of the previous path
+cleared when a trace loads. The screenshots in ``docs/`` are taken here and written only with
+``EXPLORER_SCREENSHOTS=write`` (see ``docs/explorer.md``).
+
 The browser is the system's (``apt-get install -y chromium chromium-driver``) and the driver
 Selenium's Python bindings; both missing is a FAILURE naming the setup command, not a skip: CI
 installs them. Nothing here waits on wall time: the page's script updates the DOM synchronously

@@ -238,7 +238,7 @@ function renderTour(g) {
   const now = $("tour-now");
   const cx = DATA.cexs.find((c) => c.graph === view.graph);
   const then = cx ? " Then load TLC's counterexample \u201c" + cx.title + "\u201d (top of the " +
-    "page) and step it with next: there, two consumers both process the message." : "";
+    "page) and step it with next." : "";
   if (!g.tour.length) now.textContent = "These bounds have no path to a duplicate delivery: " +
     "take any action below.";
   else if (done <= 0) now.textContent = done === 0 ? "Press the buttons under Enabled " +
