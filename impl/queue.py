@@ -16,7 +16,7 @@ from impl.core import MAX_BATCH, Core, T
 from impl.errors import DuplicateIdError
 from impl.message import Entry
 from impl.shell import BaseQueue, TraceStep, check_batch
-from impl.validate import check_bool, check_id, check_later, check_optional_time, check_time
+from impl.validate import INF, check_bool, check_id, check_later, check_optional_time, check_time
 
 __all__ = ["MAX_BATCH", "Queue", "TraceStep"]
 
@@ -67,7 +67,10 @@ class Queue(BaseQueue[T]):
         d = self._delay if delay is None else check_time("delay", delay)
         if block is not True and block is not False:
             check_bool("block", block)
-        wait = None if timeout is None else check_time("timeout", timeout)
+        # None and a float in range (the common values) pass two tests and no call.
+        if timeout is not None and not (type(timeout) is float and 0.0 <= timeout < INF):
+            timeout = check_time("timeout", timeout)
+        wait = timeout
         if self._sink_thread is not None:
             self._refuse_reentry("send")
         with self.mutex:

@@ -52,6 +52,7 @@ from impl.message import Health, Message, Receipt, Snapshot, Stats
 from impl.sweeper import SweeperLink, log, sweep_forever
 from impl.sync import sync_of
 from impl.validate import (
+    INF,
     check_bool,
     check_callable,
     check_id,
@@ -234,7 +235,10 @@ class BaseQueue(Generic[T]):
         # The common arguments pass two identity tests; the checks name the bad ones.
         if block is not True and block is not False:
             check_bool("block", block)
-        wait = None if timeout is None else check_time("timeout", timeout)
+        # None and a float in range (the common values) pass two tests and no call.
+        if timeout is not None and not (type(timeout) is float and 0.0 <= timeout < INF):
+            timeout = check_time("timeout", timeout)
+        wait = timeout
         if visibility_timeout is QUEUE_DEFAULT:
             vt = self._visibility_timeout
         else:
@@ -249,7 +253,10 @@ class BaseQueue(Generic[T]):
                 if vt is None:
                     deadline = None
                 else:
-                    deadline = check_later("visibility_timeout", self._clock.now(), vt)
+                    now = self._clock.now()
+                    deadline = now + vt  # check_later written out: one call less per receive
+                    if deadline == INF:
+                        check_later("visibility_timeout", now, vt)  # raises, naming the argument
                     if self._sweeper is None:
                         self._start_sweeper()
                 if self._trace is not None:
@@ -291,7 +298,10 @@ class BaseQueue(Generic[T]):
         # The common arguments pass two identity tests; the checks name the bad ones.
         if block is not True and block is not False:
             check_bool("block", block)
-        wait = None if timeout is None else check_time("timeout", timeout)
+        # None and a float in range (the common values) pass two tests and no call.
+        if timeout is not None and not (type(timeout) is float and 0.0 <= timeout < INF):
+            timeout = check_time("timeout", timeout)
+        wait = timeout
         if visibility_timeout is QUEUE_DEFAULT:
             vt = self._visibility_timeout
         else:

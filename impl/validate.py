@@ -14,6 +14,9 @@ from typing import Final
 #: The contract's id form: 1 to 128 ASCII letters, digits, ``_`` or ``-``.
 ID_PATTERN: Final = re.compile(r"[A-Za-z0-9_-]{1,128}")
 
+#: Positive infinity: the bound of a finite time (a hot path compares with it, never calls).
+INF: Final = math.inf
+
 
 def is_number(value: object) -> bool:
     """An ``int`` or ``float`` but not a ``bool`` (``True`` is not a timeout)."""

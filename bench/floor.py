@@ -1,0 +1,393 @@
+"""What bounds issue 22's targets: the least queue with these semantics, measured beside ``impl``.
+
+``python -m bench.floor`` answers "is a target out of reach, and what bounds it?" with figures
+from one run, not with estimates:
+
+- :class:`FloorQueue` is the least thread-safe queue with SQS semantics that the benchmarks
+  could time: one lock and one condition, an ordered dict of visible records, a dict of the
+  in-flight ones, a heap of deadline tuples and a receipt per delivery, and *nothing else*: no
+  argument checks, no invariant self-check, no trace, no shutdown, no sweeper, plain tuples for
+  messages and receipts. It is not a queue anyone should use (a bad argument corrupts it); it
+  is the floor under what ``impl.Queue`` must do per message.
+- The cycle (send, receive with a timeout, delete; visibility timeout of an hour) of
+  ``queue.Queue``, the floor and ``impl.Queue``: in one thread (the work itself) and with one
+  producer and one consumer thread pinned to one CPU (``bench.cycle.one_cpu``), each as a ratio
+  to ``queue.Queue`` in the same run.
+- Bytes per in-flight message of the floor and of ``impl.Queue`` (``tracemalloc``), and
+  ``impl.Queue``'s bytes taken apart object by object (``sys.getsizeof`` of the parts one
+  in-flight message holds; containers at their measured per-entry cost).
+- Where ``impl.Queue``'s single-threaded cycle spends its time: ``cProfile``'s own-time share
+  of each function (the profiler inflates call costs, so read shares, not microseconds).
+
+The figures are printed and, with ``--json PATH``, written for ``docs/benchmarks.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import gc
+import heapq
+import itertools
+import json
+import pstats
+import queue
+import sys
+import threading
+import time
+import tracemalloc
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from bench.cycle import BODY, WAIT, _timed, one_cpu
+from impl.clock import FakeClock
+from impl.queue import Queue
+
+#: The visibility timeout of every cycle: an hour, so nothing expires and no sweep runs.
+HOUR = 3600.0
+
+
+class _Rec:
+    """The floor's record of one message: what a delivery needs, in slots."""
+
+    __slots__ = ("attempt", "body", "deadline", "id", "seq")
+
+    def __init__(self, id: str, body: str) -> None:
+        self.id = id
+        self.body = body
+        self.attempt = 0
+        self.deadline = 0.0
+        self.seq = 0
+
+
+class FloorQueue:
+    """The least thread-safe queue with SQS semantics (see the module docstring): trusts every
+    argument, never checks itself, never expires anything. For measurement only."""
+
+    def __init__(self, visibility_timeout: float) -> None:
+        self.mutex = threading.Lock()
+        self.not_empty = threading.Condition(self.mutex)
+        self.visible: OrderedDict[str, _Rec] = OrderedDict()
+        self.in_flight: dict[str, _Rec] = {}
+        self.accepted: set[str] = set()  # ids stay reserved (IdsReserved)
+        self.done: set[str] = set()
+        self.timers: list[tuple[float, int, str, int]] = []
+        self.started = 0
+        self.vt = visibility_timeout
+        self.ids = itertools.count(1)
+
+    def send(self, body: str) -> str:
+        with self.mutex:
+            id = f"msg-{next(self.ids)}"
+            self.accepted.add(id)
+            self.visible[id] = _Rec(id, body)
+            self.not_empty.notify()
+            return id
+
+    def receive(self, timeout: float) -> tuple[str, str, int, tuple[str, int]]:
+        with self.mutex:
+            if not self.visible:
+                end = time.monotonic() + timeout
+                while not self.visible:
+                    if not self.not_empty.wait(end - time.monotonic()):
+                        raise queue.Empty
+            _, rec = self.visible.popitem(last=False)
+            rec.attempt += 1
+            self.started += 1
+            rec.seq = self.started
+            rec.deadline = deadline = time.monotonic() + self.vt
+            self.in_flight[rec.id] = rec
+            heapq.heappush(self.timers, (deadline, rec.seq, rec.id, rec.attempt))
+            return (rec.id, rec.body, rec.attempt, (rec.id, rec.attempt))
+
+    def delete(self, receipt: tuple[str, int]) -> bool:
+        with self.mutex:
+            rec = self.in_flight.get(receipt[0])
+            if rec is None or rec.attempt != receipt[1]:
+                return False
+            del self.in_flight[rec.id]
+            self.done.add(rec.id)
+            return True
+
+
+# -- the cycle ----------------------------------------------------------------------------------
+
+
+def _cycles(kind: str, n: int) -> tuple[Callable[[], None], Callable[[], None], Callable[[], int]]:
+    """The producer, the consumer and a count of finished cycles for ``kind``."""
+    if kind == "queue.Queue":
+        sq: queue.Queue[str] = queue.Queue()
+
+        def produce_s() -> None:
+            for _ in range(n):
+                sq.put(BODY)
+
+        def consume_s() -> None:
+            for _ in range(n):
+                sq.get(timeout=WAIT)
+                sq.task_done()
+
+        return produce_s, consume_s, lambda: n - sq.unfinished_tasks
+    if kind == "floor":
+        fq = FloorQueue(HOUR)
+
+        def produce_f() -> None:
+            for _ in range(n):
+                fq.send(BODY)
+
+        def consume_f() -> None:
+            for _ in range(n):
+                fq.delete(fq.receive(WAIT)[3])
+
+        return produce_f, consume_f, lambda: len(fq.done)
+    iq: Queue[str] = Queue(visibility_timeout=HOUR)
+
+    def produce_i() -> None:
+        for _ in range(n):
+            iq.send(BODY)
+
+    def consume_i() -> None:
+        for _ in range(n):
+            iq.delete(iq.receive(timeout=WAIT).receipt)
+
+    def done() -> int:
+        d = iq.stats().done
+        iq.close()
+        return d
+
+    return produce_i, consume_i, done
+
+
+KINDS = ("queue.Queue", "floor", "impl.Queue")
+
+
+def one_thread(kind: str, n: int) -> float:
+    """Cycles per second of ``kind`` in one thread: a send, then its receive and delete."""
+    if kind == "queue.Queue":
+        sq: queue.Queue[str] = queue.Queue()
+
+        def work() -> None:
+            for _ in range(n):
+                sq.put(BODY)
+                sq.get(timeout=WAIT)
+                sq.task_done()
+
+    elif kind == "floor":
+        fq = FloorQueue(HOUR)
+
+        def work() -> None:
+            for _ in range(n):
+                fq.send(BODY)
+                fq.delete(fq.receive(WAIT)[3])
+
+    else:
+        iq: Queue[str] = Queue(visibility_timeout=HOUR)
+
+        def work() -> None:
+            for _ in range(n):
+                iq.send(BODY)
+                iq.delete(iq.receive(timeout=WAIT).receipt)
+
+    t0 = time.perf_counter()
+    work()
+    elapsed = time.perf_counter() - t0
+    if kind == "impl.Queue":
+        iq.close()
+    return n / elapsed
+
+
+def threaded(kind: str, n: int) -> float:
+    """Cycles per second of ``kind`` with one producer and one consumer thread."""
+    produce, consume, done = _cycles(kind, n)
+    elapsed = _timed([produce], [consume])
+    finished = done()
+    if finished != n:
+        raise RuntimeError(f"{kind} finished {finished} of {n} cycles")
+    return n / elapsed
+
+
+def _best(measure: Callable[[str, int], float], n: int, repeat: int) -> dict[str, float]:
+    """The best of ``repeat`` rounds for each kind, the kinds interleaved within each round so
+    that a change in the machine's load reaches all of them alike."""
+    best = dict.fromkeys(KINDS, 0.0)
+    for _ in range(repeat):
+        for kind in KINDS:
+            best[kind] = max(best[kind], measure(kind, n))
+    return best
+
+
+# -- memory -------------------------------------------------------------------------------------
+
+
+def _growth(work: Callable[[], object]) -> tuple[int, object]:
+    tracemalloc.start()
+    try:
+        gc.collect()
+        before, _ = tracemalloc.get_traced_memory()
+        kept = work()
+        gc.collect()
+        after, _ = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    return after - before, kept
+
+
+def floor_memory(n: int) -> float:
+    """Bytes per in-flight message of :class:`FloorQueue` (receipts not kept by the caller)."""
+    fq = FloorQueue(HOUR)
+
+    def fill() -> FloorQueue:
+        for _ in range(n):
+            fq.send(BODY)
+            fq.receive(WAIT)
+        return fq
+
+    grown, _ = _growth(fill)
+    return grown / n
+
+
+def impl_memory(n: int) -> float:
+    """Bytes per in-flight message of ``impl.Queue``, as ``bench.state.memory`` measures it."""
+    q: Queue[str] = Queue(visibility_timeout=HOUR, clock=FakeClock())
+
+    def fill() -> None:
+        for _ in range(n):
+            q.send(BODY)
+            q.receive()
+
+    grown, _ = _growth(fill)
+    q.close()
+    return grown / n
+
+
+def _per_entry(make: Callable[[int], object], n: int) -> float:
+    """Bytes per entry of the container ``make(n)`` builds (its keys and values excluded when
+    ``make`` reuses existing objects)."""
+    grown, _ = _growth(lambda: make(n))
+    return grown / n
+
+
+def impl_parts(n: int) -> dict[str, float]:
+    """``impl.Queue``'s bytes per in-flight message, part by part: the objects one message
+    holds (``sys.getsizeof``, which counts the garbage collector's header) and each
+    container's measured cost per entry."""
+    q: Queue[str] = Queue(visibility_timeout=HOUR, clock=FakeClock())
+    q.send(BODY)
+    q.receive()
+    core = q._core
+    rec = next(iter(core.in_flight.values()))
+    timer = core.timers[0]
+    ids = [f"msg-{i}" for i in range(n)]
+    parts = {
+        "record (Record, 7 slots)": float(sys.getsizeof(rec)),
+        "receipt (Receipt, kept for OneLiveReceipt)": float(sys.getsizeof(rec.receipt)),
+        "timer (Timer, a 4-tuple)": float(sys.getsizeof(timer)),
+        "id (str)": float(sys.getsizeof(rec.id)),
+        "deadline (float)": float(sys.getsizeof(rec.deadline)),
+        "seq (int)": float(sys.getsizeof(rec.seq)),
+        "accepted (set entry)": _per_entry(lambda k: set(ids[:k]), n),
+        "in_flight (dict entry)": _per_entry(lambda k: dict.fromkeys(ids[:k]), n),
+        "timers (heap list slot)": _per_entry(lambda k: [None] * k, n),
+    }
+    q.close()
+    return parts
+
+
+# -- profile ------------------------------------------------------------------------------------
+
+
+def profile(n: int, top: int = 12) -> list[tuple[str, float]]:
+    """The functions of ``impl.Queue``'s one-thread cycle with the largest share of own time."""
+    q: Queue[str] = Queue(visibility_timeout=HOUR)
+
+    def work() -> None:
+        for _ in range(n):
+            q.send(BODY)
+            q.delete(q.receive(timeout=WAIT).receipt)
+
+    prof = cProfile.Profile()
+    prof.runcall(work)
+    q.close()
+    stats = pstats.Stats(prof)
+    raw: dict[Any, Any] = stats.stats  # type: ignore[attr-defined]
+    total = sum(v[2] for v in raw.values())
+    rows = []
+    for (file, _line, name), v in raw.items():
+        where = (
+            f"{file.rsplit('/', 2)[-2]}/{file.rsplit('/', 1)[-1]}:{name}" if "/" in file else name
+        )
+        rows.append((where, v[2] / total))
+    rows = [r for r in rows if not r[0].startswith("bench/")]  # the driving loop is not impl's
+    rows.sort(key=lambda r: -r[1])
+    return rows[:top]
+
+
+# -- report -------------------------------------------------------------------------------------
+
+
+def run(n: int, repeat: int) -> dict[str, Any]:
+    alone = _best(one_thread, n, repeat)
+    with one_cpu():
+        pinned = _best(threaded, n, repeat)
+    return {
+        "n": n,
+        "repeat": repeat,
+        "one_thread": alone,
+        "one_cpu_1x1": pinned,
+        "memory": {"floor": floor_memory(n), "impl.Queue": impl_memory(n)},
+        "impl_parts": impl_parts(n),
+        "profile": profile(min(n, 20_000)),
+    }
+
+
+def text(result: dict[str, Any]) -> str:
+    lines = [f"cycles: send + receive + delete, n={result['n']}, best of {result['repeat']}"]
+    for key, title in (
+        ("one_thread", "one thread"),
+        ("one_cpu_1x1", "1 producer / 1 consumer, one CPU"),
+    ):
+        fig = result[key]
+        base = fig["queue.Queue"]
+        lines.append(f"  {title}:")
+        for kind in KINDS:
+            lines.append(
+                f"    {kind:<12} {fig[kind]:>10,.0f}/s  {fig[kind] / base:5.2f}x queue.Queue"
+            )
+        lines.append(f"    impl.Queue / floor: {fig['impl.Queue'] / fig['floor']:.2f}")
+    mem = result["memory"]
+    lines.append("bytes per in-flight message (tracemalloc):")
+    lines.append(f"    floor        {mem['floor']:7.1f} B")
+    lines.append(f"    impl.Queue   {mem['impl.Queue']:7.1f} B")
+    lines.append("  impl.Queue, part by part:")
+    parts = result["impl_parts"]
+    for name, size in parts.items():
+        lines.append(f"    {size:7.1f} B  {name}")
+    lines.append(f"    {sum(parts.values()):7.1f} B  sum of the parts")
+    lines.append("impl.Queue's one-thread cycle: own-time share by function (cProfile)")
+    for where, share in result["profile"]:
+        lines.append(f"    {share:6.1%}  {where}")
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.floor", description=__doc__.split("\n")[0]
+    )
+    parser.add_argument("-n", type=int, default=100_000, help="cycles per measurement")
+    parser.add_argument("--repeat", type=int, default=5, help="rounds; the best is kept")
+    parser.add_argument("--json", metavar="PATH", help="also write the figures as JSON")
+    args = parser.parse_args(argv)
+    if args.n < 1 or args.repeat < 1:
+        parser.error("-n and --repeat must be >= 1")
+    result = run(args.n, args.repeat)
+    print(text(result))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(result, f, indent=2)
+            f.write("\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

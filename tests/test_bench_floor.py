@@ -1,0 +1,55 @@
+"""``bench.floor``: the floor queue keeps the semantics it is a floor for, and the report holds
+every figure the closing note of issue 22 cites (quick sizes: the figures themselves are the
+recorded run's, in docs/benchmarks.md)."""
+
+from __future__ import annotations
+
+import json
+import queue
+from pathlib import Path
+
+import pytest
+
+from bench import floor
+
+
+def test_the_floor_hides_a_delivery_and_only_its_receipt_deletes_it() -> None:
+    q = floor.FloorQueue(visibility_timeout=floor.HOUR)
+    id = q.send("A")
+    got_id, body, attempt, receipt = q.receive(timeout=1.0)
+    assert (got_id, body, attempt) == (id, "A", 1)
+    assert id in q.in_flight and not q.visible, "a delivery is hidden, not removed"
+    assert q.delete((id, 2)) is False, "a receipt of another delivery must not act"
+    assert q.delete(receipt) is True
+    assert q.delete(receipt) is False, "a second delete of one delivery must not act"
+    assert q.done == {id} and not q.in_flight
+
+
+def test_the_floor_arms_one_deadline_per_delivery_in_start_order() -> None:
+    q = floor.FloorQueue(visibility_timeout=floor.HOUR)
+    for body in "AB":
+        q.send(body)
+    first, second = q.receive(timeout=1.0), q.receive(timeout=1.0)
+    assert [(t[1], t[2]) for t in sorted(q.timers)] == [(1, first[0]), (2, second[0])]
+
+
+def test_the_floor_receive_times_out_when_nothing_is_visible() -> None:
+    with pytest.raises(queue.Empty):
+        floor.FloorQueue(visibility_timeout=floor.HOUR).receive(timeout=0.0)
+
+
+def test_the_report_has_every_figure_and_the_parts_add_up(tmp_path: Path) -> None:
+    out = tmp_path / "floor.json"
+    assert floor.main(["-n", "300", "--repeat", "1", "--json", str(out)]) == 0
+    result = json.loads(out.read_text())
+    for key in ("one_thread", "one_cpu_1x1"):
+        assert set(result[key]) == set(floor.KINDS)
+        assert all(v > 0 for v in result[key].values())
+    assert result["memory"]["floor"] > 0 and result["memory"]["impl.Queue"] > 0
+    parts = result["impl_parts"]
+    # The parts are measured one by one; their sum must come near what tracemalloc saw
+    # for the whole queue (within a quarter: allocator rounding and container slack).
+    assert abs(sum(parts.values()) - result["memory"]["impl.Queue"]) < 0.25 * sum(parts.values())
+    shares = [share for _, share in result["profile"]]
+    assert shares == sorted(shares, reverse=True) and 0 < sum(shares) <= 1
+    assert any("core.py:check" in where for where, _ in result["profile"])
