@@ -331,3 +331,10 @@ def test_the_full_set_ups_command_needs_it_and_names_what_exists(command: Comman
         assert model in models, f"{command.page}: no model {model}"
     for path in re.findall(r"[\w/]+\.py\b", text):
         assert (ROOT / path).is_file(), f"{command.page}: no file {path}"
+
+
+def test_no_learners_command_imports_a_test_module() -> None:
+    # What a page runs lives in an importable module (model_tests.pitfall_checks, the mutants),
+    # not in a test file, which may need what the learner's set-up lacks.
+    found = [c.id for c in COMMANDS if re.search(r"(from|import) (model_tests\.)?tests\b", c.text)]
+    assert found == []
