@@ -13,12 +13,12 @@ existing test file whose text holds each name of its ``-k`` expression, every ``
 ``model_tests.mutants``; and each seed pitfall's section names the mutants that
 ``model_tests/mutants.py`` files under that pitfall.
 
-Every relative link of the learner's pages, of ``docs/index.md``, ``docs/contract.md`` and
-``docs/sources.md`` must name an existing file and, with an anchor into a Markdown page, an
-existing heading of it. No page a user reads (README and every ``docs/*.md``) points outside the
-repository (``../shared/``): the contract and the source problems are ``docs/contract.md`` and
-``docs/sources.md``. The contract page names every invariant, operation and harness op that the
-code defines.
+Every relative link of README, of the learner's pages, of ``docs/index.md``,
+``docs/contract.md`` and ``docs/sources.md`` must name an existing file and, with an anchor into
+a Markdown page, an existing heading of it. No page a user reads (README and every
+``docs/*.md``) points outside the repository (``../shared/``): the contract and the source
+problems are ``docs/contract.md`` and ``docs/sources.md``. The contract page names every
+invariant, operation and harness op that the code defines.
 """
 
 from __future__ import annotations
@@ -239,9 +239,9 @@ def links(page: Path) -> list[str]:
     return [t for t in re.findall(r"\]\(([^)\s]+)\)", text) if "://" not in t]
 
 
-@pytest.mark.parametrize("name", LINKED_PAGES)
+@pytest.mark.parametrize("name", ["../README.md", *LINKED_PAGES])
 def test_every_relative_link_names_an_existing_file_and_heading(name: str) -> None:
-    page = DOCS / name
+    page = (DOCS / name).resolve()
     found = links(page)
     assert found, f"{name} links nowhere"
     for target in found:
