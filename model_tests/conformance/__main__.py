@@ -44,35 +44,32 @@ with 0, 100 and 1000 messages in flight (moto recounts its messages on every cal
 from __future__ import annotations
 
 import argparse
-import contextlib
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final
+from typing import Final
 
-from model_tests.conformance.local import FIFO_TARGETS, is_target, runner
-from model_tests.conformance.oracle import PROFILES
-from model_tests.conformance.output import (
-    NO_VERDICT,
-    NOT_ADMITTED,
-    Outcome,
-    write_json,
-    write_junit,
+from model_tests.conformance.job import (
+    Job,
+    generated,
+    kit_run,
+    probe_run,
+    read_scenarios,
+    run_job,
+    terminate_as_interrupt,
 )
+from model_tests.conformance.oracle import PROFILES
+from model_tests.conformance.output import NO_VERDICT, NOT_ADMITTED, write_json, write_junit
 from model_tests.conformance.report import (
     KitRun,
-    Runner,
     conformance_doc,
     generate_scenarios,
     markdown,
-    probes,
-    run_kit,
     summary,
 )
-from model_tests.scenario_format import ScenarioError, parse_line
 
-if TYPE_CHECKING:
-    from model_tests.conformance.sqs import SqsEndpoint
+#: What the CLI runs through :mod:`model_tests.conformance.job`, importable from here as before.
+__all__ = ["generated", "kit_run", "probe_run", "read_scenarios", "terminate_as_interrupt"]
 
 #: How many scenarios per endpoint and queue type ``--docs`` runs, and with which seed.
 DOC_SCENARIOS: Final = 300
@@ -84,93 +81,6 @@ DOC_COMMAND: Final = "python -m model_tests.conformance --docs docs/conformance.
 #: admit, 2 an error (bad arguments, a refused scenario, a crash) or no verdict.
 EXIT_NOT_ADMITTED: Final = NOT_ADMITTED
 EXIT_USAGE: Final = NO_VERDICT
-
-
-def default_profile(endpoint: str, fifo: bool) -> str:
-    """The profile a run is judged by unless ``--profile`` says: ``strict`` for the project's
-    own queue (an in-process target), else what AWS documents for the queue type."""
-    if is_target(endpoint):
-        return "strict"
-    return "sqs-fifo" if fifo else "sqs-standard"
-
-
-def kit_run(
-    endpoint: str,
-    *,
-    fifo: bool,
-    profile: str | None = None,
-    scenarios: int = 100,
-    seed_value: int = 0,
-    given: Sequence[dict[str, Any]] | None = None,
-    shrink_findings: bool = True,
-    source: str | None = None,
-    labels: Sequence[str] | None = None,
-    wait_time: int = 0,
-    opened: SqsEndpoint | None = None,
-) -> KitRun:
-    """One run of the kit on ``endpoint`` (``opened``, or opened and closed here, receives
-    long-polling ``wait_time`` seconds; an in-process target of :mod:`.local` needs no
-    opening): ``given`` scenarios, or ``scenarios`` generated ones for ``seed_value``."""
-    from model_tests.conformance.profile import check_profile
-    from model_tests.conformance.sqs import open_endpoint, run_on_sqs
-
-    fifo = fifo or endpoint in FIFO_TARGETS
-    chosen = PROFILES[profile or default_profile(endpoint, fifo)]
-    drawn = list(given) if given is not None else generated(fifo, scenarios, seed_value)
-
-    def judge(run: Runner) -> KitRun:
-        return run_kit(
-            drawn,
-            run,
-            profile=chosen,
-            endpoint=endpoint,
-            fifo=fifo,
-            seed_value=seed_value,
-            valid=lambda s: not check_profile(s),
-            shrink_findings=shrink_findings,
-            source=source or ("generated" if given is None else "given"),
-            labels=labels,
-        )
-
-    if is_target(endpoint):
-        if wait_time:
-            raise ValueError(f"wait_time must be 0 on {endpoint} (an in-process queue)")
-        return judge(runner(endpoint))
-    if opened is not None:
-        endpoint_open = opened
-        return judge(lambda scenario: run_on_sqs(scenario, endpoint_open))
-    with open_endpoint(endpoint, wait_time=wait_time) as fresh:
-        return judge(lambda scenario: run_on_sqs(scenario, fresh))
-
-
-def generated(fifo: bool, n: int, seed_value: int) -> list[dict[str, Any]]:
-    """The ``n`` generated scenarios of the SQS profile for ``seed_value``."""
-    from model_tests.conformance.profile import sqs_scenarios
-
-    return generate_scenarios(sqs_scenarios(fifo=fifo), n, seed_value)
-
-
-def probe_run(
-    endpoint: str,
-    fifo: bool,
-    *,
-    profile: str | None = None,
-    wait_time: int = 0,
-    opened: SqsEndpoint | None = None,
-) -> KitRun:
-    """The :data:`~model_tests.conformance.report.PROBES` of one queue type on ``endpoint``,
-    each its own finding, as written."""
-    chosen = probes(fifo or endpoint in FIFO_TARGETS)
-    return kit_run(
-        endpoint,
-        fifo=fifo,
-        profile=profile,
-        given=[sc for _, sc in chosen],
-        source="probes",
-        labels=[what for what, _ in chosen],
-        wait_time=wait_time,
-        opened=opened,
-    )
 
 
 def doc_runs(scenarios: int = DOC_SCENARIOS, seed_value: int = DOC_SEED) -> list[KitRun]:
@@ -239,183 +149,20 @@ def bench(endpoint: str, scenarios: int = 200, cycles: int = 100) -> list[str]:
     return lines
 
 
-class Refused(ValueError):
-    """The run was refused before anything was created: bad scenarios, no ``--yes``."""
-
-
-def read_scenarios(path: str, fifo: bool) -> list[dict[str, Any]]:
-    """The scenarios of a JSON-lines file (blank lines and lines starting with ``#`` skipped),
-    each checked: valid, of the queue type, inside the SQS profile
-    (:func:`model_tests.conformance.profile.check_profile`). :class:`Refused` names every line
-    refused, each with all its reasons."""
-    import json
-
-    from model_tests.conformance.profile import check_profile
-
-    out: list[dict[str, Any]] = []
-    refusals: list[str] = []
-    for number, line in enumerate(Path(path).read_text().splitlines(), start=1):
-        if not line.strip() or line.lstrip().startswith("#"):
-            continue
-        try:
-            parsed = parse_line(line)
-        except ScenarioError as e:
-            refusals.append(f"{path} line {number}: {e}")
-            continue
-        if parsed.config.fifo != fifo:
-            want = "a FIFO queue's (this run is FIFO)" if fifo else "a standard queue's"
-            hint = "drop --fifo" if fifo else "use --fifo or --endpoint impl-fifo"
-            refusals.append(f"{path} line {number}: the scenario must be {want}: {hint}")
-            continue
-        reasons = check_profile(parsed)
-        if reasons:
-            refusals.append(f"{path} line {number}: outside the SQS profile: {'; '.join(reasons)}")
-            continue
-        out.append(json.loads(line))
-    if refusals:
-        raise Refused(f"{len(refusals)} scenario(s) refused:\n" + "\n".join(refusals))
-    return out
-
-
-def _reruns(shrink_findings: bool) -> int:
-    """How many runs one finding may take after its scenarios ran: the shrinker's budget and
-    the run of the result (:func:`report.run_kit`'s default ``max_runs``), or that one run."""
-    import inspect
-
-    budget = inspect.signature(run_kit).parameters["max_runs"].default
-    return int(budget) + 1 if shrink_findings else 1
-
-
-def preamble(
-    endpoint: str,
-    opened: SqsEndpoint | None,
-    scenarios: Sequence[dict[str, Any]],
-    *,
-    fifo: bool,
-    shrink_findings: bool,
-) -> dict[str, Any]:
-    """Print, before anything is created, where the run goes (account and region, by STS), the
-    queues it creates and deletes and the requests it makes at most; the same as data."""
-    from model_tests.conformance.local import is_local
-    from model_tests.conformance.plan import plan
-    from model_tests.conformance.sqs import caller_identity
-    from model_tests.scenario_format import parse_scenario
-
-    local = is_local(endpoint)
-    where = "local" if local else "NOT local"
-    if opened is None:
-        print(
-            f"endpoint {endpoint} (local): the project's queue in this process; no account, "
-            "region, queues or requests",
-            flush=True,
-        )
-        return {"endpoint": endpoint, "local": True}
-    account, identity = caller_identity(opened)
-    if account is None:
-        then = "continuing (a local endpoint)" if local else "continuing"
-        who = f"account unknown: {identity}; {then}"
-    else:
-        who = f"account {account} ({identity})"
-    print(f"endpoint {endpoint} ({where}): {who}, region {opened.region}", flush=True)
-    made = plan([parse_scenario(s) for s in scenarios], _reruns(shrink_findings))
-    for line in made.lines(opened.prefix, fifo):
-        print(line, flush=True)
-    return {
-        "endpoint": endpoint,
-        "local": local,
-        "account": account,
-        "identity": identity,
-        "region": opened.region,
-        "queue_prefix": opened.prefix,
-        "plan": {
-            "scenarios": made.scenarios,
-            "queues": made.queues,
-            "requests": made.requests,
-            "costliest_scenario": made.costliest,
-            "reruns_per_finding": made.reruns,
-        },
-    }
-
-
-@contextlib.contextmanager
-def _terminate_as_interrupt() -> Iterator[None]:
-    """While the run is under way, SIGTERM (how a CI job is cancelled) raises
-    ``KeyboardInterrupt`` as Ctrl-C does, so the queues are deleted on the way out."""
-    import signal
-    import threading
-
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def interrupt(signum: int, frame: object) -> None:
-        raise KeyboardInterrupt(f"signal {signum}")
-
-    before = signal.signal(signal.SIGTERM, interrupt)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, before)
-
-
-def judged(args: argparse.Namespace) -> Outcome:
-    """Run the CLI's scenarios (and probes) as ``args`` say; every error, Ctrl-C included,
-    becomes the :class:`Outcome`'s error, after the endpoint's queues were deleted."""
-    from model_tests.conformance.local import is_local
-    from model_tests.conformance.sqs import open_endpoint
-
-    runs: list[KitRun] = []
-    labelled: dict[int, tuple[str, ...]] = {}
-    context: dict[str, Any] = {"seed": args.seed}
-    endpoint = args.endpoint
-    fifo = args.fifo or endpoint in FIFO_TARGETS
-    try:
-        with _terminate_as_interrupt(), contextlib.ExitStack() as stack:
-            given = read_scenarios(args.scenarios_file, fifo) if args.scenarios_file else None
-            drawn = given if given is not None else generated(fifo, args.scenarios, args.seed)
-            chosen = probes(fifo) if args.probes else []
-            opened = None
-            if not is_target(endpoint):
-                opened = stack.enter_context(open_endpoint(endpoint, wait_time=args.wait_time))
-            elif args.wait_time:
-                raise ValueError(f"wait_time must be 0 on {endpoint} (an in-process queue)")
-            context.update(
-                preamble(
-                    endpoint,
-                    opened,
-                    [*drawn, *(sc for _, sc in chosen)],
-                    fifo=fifo,
-                    shrink_findings=not args.no_shrink,
-                )
-            )
-            if not is_local(endpoint) and not args.yes:
-                raise Refused(
-                    f"{endpoint} is not a local endpoint: it creates queues and makes requests "
-                    "in the account above; run again with --yes to go ahead"
-                )
-            run = kit_run(
-                endpoint,
-                fifo=fifo,
-                profile=args.profile,
-                seed_value=args.seed,
-                given=drawn,
-                shrink_findings=not args.no_shrink,
-                source=None if given is not None else "generated",
-                opened=opened,
-            )
-            runs.append(run)
-            print(summary(run), flush=True)
-            if chosen:
-                probe = probe_run(endpoint, fifo, profile=args.profile, opened=opened)
-                runs.append(probe)
-                labelled[len(runs) - 1] = tuple(what for what, _ in chosen)
-                print(summary(probe), flush=True)
-    except KeyboardInterrupt:
-        return Outcome(tuple(runs), labelled, "interrupted (Ctrl-C or SIGTERM)", context)
-    except Exception as e:
-        text = str(e) if isinstance(e, Refused | ValueError) else f"{type(e).__name__}: {e}"
-        return Outcome(tuple(runs), labelled, text, context)
-    return Outcome(tuple(runs), labelled, None, context)
+def job(args: argparse.Namespace) -> Job:
+    """The :class:`~model_tests.conformance.job.Job` of the CLI's arguments."""
+    return Job(
+        endpoint=args.endpoint,
+        fifo=args.fifo,
+        profile=args.profile,
+        scenarios=args.scenarios,
+        seed=args.seed,
+        scenarios_file=args.scenarios_file,
+        probes=args.probes,
+        yes=args.yes,
+        shrink=not args.no_shrink,
+        wait_time=args.wait_time,
+    )
 
 
 def parser() -> argparse.ArgumentParser:
@@ -497,7 +244,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         for r in runs:
             print(summary(r))
         return 0
-    outcome = judged(args)
+    outcome = run_job(job(args))
     if outcome.error is not None:
         print(f"error: {outcome.error}", file=sys.stderr)
     if args.report and outcome.runs:

@@ -12,9 +12,13 @@ model (``run_scenario(..., "model")``) or from what the broken queue is written 
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
+import re
 import signal
+import subprocess
+import sys
 import xml.etree.ElementTree as ET
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -24,17 +28,20 @@ import pytest
 
 from model_tests.conformance import __main__ as cli
 from model_tests.conformance import local, sqs
+from model_tests.conformance.job import QUEUE_ATTRIBUTES, Job, Refused, scenarios_of
 from model_tests.conformance.oracle import PROFILES, explain
 from model_tests.conformance.output import (
     CONFORMS,
     NO_VERDICT,
     NOT_ADMITTED,
+    VERDICTS,
     Outcome,
     json_document,
     junit_document,
 )
 from model_tests.conformance.plan import OP_REQUESTS, requests
-from model_tests.conformance.profile import sqs_scenarios
+from model_tests.conformance.profile import check_profile, sqs_scenarios
+from model_tests.conformance.pytest_plugin import Conformance
 from model_tests.conformance.report import PROBES, Finding, KitRun, generate_scenarios
 from model_tests.conformance.sqs import SqsEndpoint, SqsTarget, open_endpoint, region_of
 from model_tests.scenario_format import parse_scenario
@@ -346,7 +353,7 @@ def test_the_request_bound_holds_for_generated_scenarios(server: SqsEndpoint) ->
 
     endpoint = SqsEndpoint(server.name, Counting(server.client), server.clock, server.url)
     for fifo in (False, True):
-        for raw in generate_scenarios(sqs_scenarios(fifo=fifo), 8, 3):
+        for raw in generate_scenarios(sqs_scenarios(fifo=fifo), 6, 3):
             parsed = parse_scenario(raw)
             counted.clear()
             run_scenario(parsed, lambda config: SqsTarget(config, endpoint))
@@ -444,6 +451,70 @@ def test_every_kit_queue_is_deleted_after_an_error_or_ctrl_c(
 
 def test_sigterm_is_handled_as_ctrl_c() -> None:
     before = signal.getsignal(signal.SIGTERM)
-    with pytest.raises(KeyboardInterrupt), cli._terminate_as_interrupt():
+    with pytest.raises(KeyboardInterrupt), cli.terminate_as_interrupt():
         os.kill(os.getpid(), signal.SIGTERM)
     assert signal.getsignal(signal.SIGTERM) == before
+
+
+# -- the pytest fixture and the page -------------------------------------------------------------
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE = ROOT / "examples" / "conformance_ci"
+PAGE = ROOT / "docs" / "conformance-ci.md"
+
+
+#: Seconds the example suite's own pytest may take (it takes a few; the machine is shared).
+SUITE_BOUND = 300
+
+
+def test_the_example_suite_passes_on_the_projects_queue() -> None:
+    args = [str(EXAMPLE), "--sqs-endpoint", "impl", "-q", "-p", "no:cacheprovider"]
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=SUITE_BOUND,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "2 passed" in done.stdout
+
+
+def test_the_fixture_fails_a_test_with_the_kits_report(broken: str) -> None:
+    with pytest.raises(pytest.fail.Exception) as failed:
+        Conformance(broken).check(given=[AGREED])
+    assert "NOT admitted by profile strict" in str(failed.value) and "status 1" in str(failed.value)
+    assert Conformance("impl").check(given=[AGREED]).status == CONFORMS
+    with pytest.raises(pytest.UsageError, match="--sqs-endpoint"):
+        Conformance().run(given=[AGREED])
+
+
+def test_the_users_queue_attributes_are_set_on_every_scenario() -> None:
+    attributes = {"visibility_timeout": 30, "max_receives": 5}
+    drawn, users = scenarios_of(Job("impl", scenarios=6, queue=attributes), fifo=False)
+    assert len(drawn) == 6 and not users
+    assert all(s.items() >= attributes.items() and check_profile(s) == [] for s in drawn)
+    # The same scenarios for the same seed; a given scenario takes them too, checked.
+    assert scenarios_of(Job("impl", scenarios=6, queue=attributes), fifo=False)[0] == drawn
+    given, users = scenarios_of(Job("impl", given=[AGREED], queue={"delay": 3}), fifo=False)
+    assert given == [{**AGREED, "delay": 3}] and users
+    with pytest.raises(ValueError, match="capacity"):
+        scenarios_of(Job("impl", queue={"capacity": 5}), fifo=False)
+    with pytest.raises(Refused, match="scenario 0: outside the SQS profile"):
+        scenarios_of(Job("impl", given=[AGREED], queue={"visibility_timeout": 0.5}), False)
+
+
+def test_the_page_names_the_statuses_options_and_fixture_arguments() -> None:
+    page = PAGE.read_text()
+    rows = re.findall(r"^\| (\d) \|", page, flags=re.MULTILINE)
+    assert [int(r) for r in rows] == sorted(VERDICTS)
+    options = {a for action in cli.parser()._actions for a in action.option_strings}
+    for option in ("--json", "--junit", "--yes", "--scenarios-file", "--probes", "--endpoint"):
+        assert option in options and f"`{option}" in page, option
+    for name in inspect.signature(Conformance.run).parameters:
+        if name != "self":
+            assert f"`{name}`" in page or f"`{name}=" in page, name
+    for name in QUEUE_ATTRIBUTES:
+        assert f"`{name}`" in page, name
+    for endpoint in ("impl", "impl-fifo", "moto", "moto-server"):
+        assert f"`{endpoint}`" in page, endpoint
