@@ -639,6 +639,12 @@ def test_text_contrast_is_at_least_4_5_to_1(browser: WebDriver) -> None:
     assert any("overdue" in str(c) for c in seen)
 
 
+def test_the_explorer_doc_states_the_widths_measured_here() -> None:
+    *first, last = (f"{w:,}" for w in WIDTHS)
+    doc = (EXPLORER.parent / "explorer.md").read_text(encoding="utf-8")
+    assert f"({', '.join(first)} and {last} px)" in doc
+
+
 def test_the_contrast_check_sees_a_faint_text() -> None:
     # The check itself: the keys hint as it was (#57606a on #24292f), and black on white.
     assert contrast((0x57, 0x60, 0x6A), (0x24, 0x29, 0x2F)) == pytest.approx(2.3, abs=0.05)

@@ -9,8 +9,10 @@ so does a guide whose path is not the duplicate delivery.
 from __future__ import annotations
 
 from dataclasses import fields
-from pathlib import Path
 
+# tests/ has no __init__.py: the shared test doubles are the top-level module broken_spec (as in
+# tests/test_explore.py).
+import broken_spec as broken
 import pytest
 
 from spec.explore import Bounds
@@ -27,7 +29,6 @@ from spec.html import (
 from spec.invariants import INVARIANTS, STEP_INVARIANTS, violations
 from spec.operations import REGISTRY
 from spec.state import Status
-from tests import broken_spec as broken
 
 
 def test_every_invariant_and_every_bound_has_a_meaning() -> None:
@@ -110,11 +111,3 @@ def test_the_page_checks_batch_atomic_on_its_batch_edges() -> None:
     data = page_data([GraphSpec("g", "g", bounds)])
     assert not any(len(e) > 3 for row in data["graphs"]["g"]["edges"] for e in row)
     assert data["graphs"]["g"]["meanings"]["BatchAtomic"] == MEANINGS["BatchAtomic"]
-
-
-def test_the_explorer_doc_states_the_widths_the_browser_test_measures() -> None:
-    from tests.test_explorer_browser import WIDTHS
-
-    *first, last = (f"{w:,}" for w in WIDTHS)
-    doc = (Path(__file__).parent.parent / "docs" / "explorer.md").read_text(encoding="utf-8")
-    assert f"({', '.join(first)} and {last} px)" in doc
