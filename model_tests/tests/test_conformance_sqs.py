@@ -10,14 +10,18 @@ model in exactly the op(s) named and nowhere else.
 
 from __future__ import annotations
 
+import http.server
 import json
+import threading
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
+from botocore.exceptions import ClientError  # type: ignore[import-untyped]
 from hypothesis import HealthCheck, given, settings
 
+from model_tests.conformance import sqs as sqs_module
 from model_tests.conformance.profile import check_profile, sqs_scenarios
 from model_tests.conformance.sqs import (
     MotoClock,
@@ -28,6 +32,7 @@ from model_tests.conformance.sqs import (
     run_on_sqs,
 )
 from model_tests.scenario_format import QueueConfig
+from model_tests.support import BOUND
 from model_tests.targets import Output, run_scenario
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -538,3 +543,47 @@ def test_a_scenario_outside_the_profile_is_named(name: str) -> None:
     scenario, reason = OUTSIDE[name]
     reasons = check_profile(scenario)
     assert len(reasons) == 1 and reason in reasons[0], reasons
+
+
+# -- a URL endpoint's clients ------------------------------------------------------------------
+
+
+class _Unavailable(http.server.BaseHTTPRequestHandler):
+    """Answers every request with SQS's 503 ``ServiceUnavailable`` (a retryable error)."""
+
+    requests: ClassVar[list[str]] = []
+
+    def do_POST(self) -> None:
+        self.requests.append(self.headers.get("X-Amz-Target", "query"))
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        body = b'{"__type": "ServiceUnavailable", "message": "try again"}'
+        self.send_response(503)
+        self.send_header("Content-Type", "application/x-amz-json-1.0")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+def test_a_judged_call_is_made_once_even_when_retryable(monkeypatch: pytest.MonkeyPatch) -> None:
+    # boto3's default configuration retries a 503 (measured: 3 attempts): a send retried after a
+    # lost answer is another scenario, so the judged client makes one attempt.
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "kit")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "kit")
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Unavailable)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}"
+        judged, admin = sqs_module._url_clients(url, "us-east-1")
+        _Unavailable.requests.clear()
+        with pytest.raises(ClientError, match="ServiceUnavailable"):
+            judged.send_message(QueueUrl=f"{url}/1/q", MessageBody="x")
+        assert len(_Unavailable.requests) == 1
+        assert admin.meta.config.retries["total_max_attempts"] > 1
+    finally:
+        server.shutdown()
+        thread.join(BOUND)
+        server.server_close()
