@@ -14,6 +14,8 @@ an endpoint that is not local stops there without ``yes``.
 from __future__ import annotations
 
 import contextlib
+import sys
+import traceback
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -336,6 +338,16 @@ def scenarios_of(job: Job, fifo: bool) -> tuple[list[dict[str, Any]], bool]:
     return kept, False
 
 
+def _expected(error: Exception) -> bool:
+    """Whether ``error`` is the endpoint's (an SQS refusal, botocore's connection and
+    credential errors, the queues left) rather than a fault of the kit."""
+    from model_tests.conformance.sqs import LeftQueues, SqsError
+
+    return isinstance(error, SqsError | LeftQueues | OSError) or type(error).__module__.startswith(
+        ("botocore", "boto3", "urllib3")
+    )
+
+
 def run_job(job: Job) -> Outcome:
     """Run ``job``; every error, Ctrl-C included, becomes the :class:`Outcome`'s error, after
     the endpoint's queues were deleted."""
@@ -390,6 +402,12 @@ def run_job(job: Job) -> Outcome:
     except KeyboardInterrupt:
         return Outcome(tuple(runs), labelled, "interrupted (Ctrl-C or SIGTERM)", context)
     except Exception as e:
-        text = str(e) if isinstance(e, ValueError) else f"{type(e).__name__}: {e}"
+        if isinstance(e, ValueError):
+            text = str(e)  # a refusal or a bad argument: the message says it all
+        else:
+            text = f"{type(e).__name__}: {e}"
+            if not _expected(e):
+                # A fault of the kit itself: the traceback is what its report needs.
+                traceback.print_exc(file=sys.stderr)
         return Outcome(tuple(runs), labelled, text, context)
     return Outcome(tuple(runs), labelled, None, context)

@@ -83,12 +83,14 @@ def requests(scenario: Scenario) -> int:
 
 @dataclass(frozen=True, slots=True)
 class Plan:
-    """What a run makes: ``scenarios`` runs creating ``queues`` queues in all and making at
-    most ``requests`` requests; then, per finding, at most ``reruns`` runs of a scenario of at
-    most ``costliest`` requests."""
+    """What a run makes: ``scenarios`` runs creating ``queues`` queues in all (``dead_letter``
+    of them dead-letter queues) and making at most ``requests`` requests; then, per behaviour
+    found (at most one per divergent scenario), at most ``reruns`` runs of a scenario of at
+    most ``costliest`` requests (shrinking it)."""
 
     scenarios: int
     queues: int
+    dead_letter: int
     requests: int
     costliest: int
     reruns: int
@@ -96,22 +98,31 @@ class Plan:
     def lines(self, prefix: str, fifo: bool) -> list[str]:
         """The plan as the CLI prints it, queue names under ``prefix`` (``kit-<8 hex>``)."""
         suffix = ".fifo" if fifo else ""
+        dlq = (
+            f" ({self.dead_letter} of them dead-letter queues, {prefix}<4 hex>-<n>-dlq{suffix})"
+            if self.dead_letter
+            else ""
+        )
         return [
             f"queues: it creates and deletes {self.queues} queues, named {prefix}<4 hex>-<n>"
-            f"{suffix} (a dead-letter queue {prefix}<4 hex>-<n>-dlq{suffix}), one scenario's "
-            "at a time, each deleted when its scenario ends and any left at the end of the run",
+            f"{suffix}{dlq}, one scenario's at a time: each is deleted when its scenario ends, "
+            "and any left when the run ends",
             f"requests: at most {self.requests} for the {self.scenarios} scenarios, plus 1 "
-            f"(STS) before; each finding then re-runs a scenario of at most {self.costliest} "
-            f"requests up to {self.reruns} times",
+            f"(STS) before; then, per behaviour found (at most one per divergent scenario), "
+            f"up to {self.reruns} runs of a scenario of at most {self.costliest} requests",
         ]
 
 
 def plan(scenarios: Sequence[Scenario], reruns: int) -> Plan:
-    """The :class:`Plan` of running ``scenarios``, each finding re-run up to ``reruns`` times."""
+    """The :class:`Plan` of running ``scenarios``, each behaviour found re-run up to ``reruns``
+    times."""
     costs = [requests(s) for s in scenarios]
+    total = sum(queues(s) for s in scenarios)
+    harness = sum(1 + sum(isinstance(op, New) for op in s.ops) for s in scenarios)
     return Plan(
         scenarios=len(scenarios),
-        queues=sum(queues(s) for s in scenarios),
+        queues=total,
+        dead_letter=total - harness,
         requests=sum(costs),
         costliest=max(costs, default=0),
         reruns=reruns,

@@ -398,7 +398,7 @@ def _host_region(url: str) -> str | None:
     parts = host.split(".")
     if "amazonaws" not in parts:
         return None
-    if parts[0] == "sqs" and len(parts) >= 4:
+    if parts[0] in ("sqs", "sqs-fips") and len(parts) >= 4:
         return parts[1]
     if len(parts) >= 4 and parts[1] == "queue":
         return parts[0]

@@ -39,7 +39,7 @@ from model_tests.conformance.output import (
     json_document,
     junit_document,
 )
-from model_tests.conformance.plan import OP_REQUESTS, requests
+from model_tests.conformance.plan import OP_REQUESTS, plan, requests
 from model_tests.conformance.profile import check_profile, sqs_scenarios
 from model_tests.conformance.pytest_plugin import Conformance
 from model_tests.conformance.report import PROBES, Finding, KitRun, generate_scenarios
@@ -367,6 +367,19 @@ def test_the_request_bound_holds_for_generated_scenarios(server: SqsEndpoint) ->
     dlq = {**AGREED, "max_receives": 3, "ops": [["dead"]]}
     run_scenario(dlq, lambda config: SqsTarget(config, endpoint))
     assert len(counted) == requests(parse_scenario(dlq)) == 6
+
+
+def test_the_plan_counts_queues_and_dead_letter_queues() -> None:
+    made = plan([parse_scenario(AGREED), parse_scenario(WITH_DLQ)], reruns=7)
+    # AGREED: one queue; WITH_DLQ: two harness queues, each with its dead-letter queue.
+    assert (made.queues, made.dead_letter, made.scenarios) == (5, 2, 2)
+    assert made.costliest == requests(parse_scenario(WITH_DLQ))
+    queues_line, requests_line = made.lines("kit-0123abcd", fifo=True)
+    assert "5 queues" in queues_line and "2 of them dead-letter queues" in queues_line
+    assert "kit-0123abcd<4 hex>-<n>.fifo" in queues_line
+    assert f"at most {made.requests} for the 2 scenarios" in requests_line
+    assert "up to 7 runs" in requests_line
+    assert "dead-letter" not in plan([parse_scenario(AGREED)], 1).lines("kit-x", False)[0]
 
 
 def test_every_operation_has_a_request_count() -> None:
