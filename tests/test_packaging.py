@@ -50,7 +50,7 @@ PROJECT = canonicalize_name("sqs-queue-reference")
 ENTRY_POINTS: dict[str, tuple[str | None, tuple[str, ...]]] = {
     "spec": (None, ("explore",)),
     "spec explore": (None, ("--html", "--trace", "--fifo", "--ids")),
-    "tla": (None, ("--model", "--large", "--list", "--dir")),
+    "tla": (None, ("--model", "--large", "--list", "--dir", "--out")),
     "tla.effects": (None, ("--check",)),
     "model_tests.harness": (None, ("--target",)),
     "model_tests.schedule": (None, ("--program", "--mutant", "--preemptions", "--replay")),
@@ -311,6 +311,18 @@ def test_the_installed_tla_runner_finds_the_installed_models(
     listed = {line.split()[0] for line in done.stdout.splitlines()}
     cfgs = (built.src / "tla").glob("*.cfg")
     assert listed == {p.stem for p in cfgs if not p.name.endswith(".large.cfg")}
+
+
+def test_the_installed_tla_commands_never_write_into_site_packages(installed: Installed) -> None:
+    # TLC's logs and traces of the installed models go to ./tla_runs, not beside the models.
+    code = "from tla.__main__ import runs_dir; import tla.models as m; print(runs_dir(m.TLA_DIR))"
+    done = installed.run("-c", code)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert Path(done.stdout.strip()) == installed.outside / "tla_runs"
+    # The kept effects traces are the repository's docs: installed, the command says so.
+    done = installed.run("-m", "tla.effects")
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "run this from a source checkout" in done.stderr
 
 
 def test_the_installed_harness_runs_a_seed_scenario(installed: Installed) -> None:

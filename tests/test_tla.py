@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tla.__main__ import main
+from tla.__main__ import main, runs_dir
 from tla.counterexample import parse_trace
 from tla.models import TLA_DIR, Model, discover, read_model
 from tla.tlc import INSTALL_JAVA, JAR_ENV, Result, SetupError, find_jar, find_java, parse_output
@@ -219,6 +219,14 @@ def test_an_unknown_model_name_is_an_error(capsys: pytest.CaptureFixture[str]) -
     assert "NoSuchModel" in capsys.readouterr().err
 
 
+def test_runs_go_beside_the_models_of_a_checkout_or_of_a_directory_given(tmp_path: Path) -> None:
+    # In a checkout the docs and tests read tla/_runs; a --dir of one's own keeps its runs.
+    assert (TLA_DIR.parent / "pyproject.toml").is_file()
+    assert runs_dir(TLA_DIR) == TLA_DIR / "_runs"
+    assert runs_dir(tmp_path) == tmp_path / "_runs"
+    # (The installed package's models, outside a checkout: tests/test_packaging.py.)
+
+
 # -- end to end ---------------------------------------------------------------------------------
 
 
@@ -245,6 +253,11 @@ def test_end_to_end_expected_and_unexpected_outcomes(
     assert rows["Tiny"][3:5] == ["4", "4"]  # x = 0..3: four states, the longest path has four
     trace = (tmp_path / "_runs" / "TinySmall.trace").read_text()
     assert "Invariant Small is violated" in trace
+    # --out puts the logs and traces elsewhere, and nothing beside the models.
+    out_dir = tmp_path / "elsewhere"
+    assert main(["--dir", str(tmp_path), "--model", "TinySmall", "--out", str(out_dir)]) == 0
+    assert "Invariant Small is violated" in (out_dir / "TinySmall.trace").read_text()
+    assert (out_dir / "TinySmall.log").is_file()
     assert trace.rstrip().endswith("x = 2")  # the first state where x < 2 fails
 
     # TLC checks deadlock unless the config allows it: x = 3 has no successor.

@@ -2,8 +2,11 @@
 
 Every ``tla/*.cfg`` is a model (see :mod:`tla.models` for what a config declares). Models that
 are meant to fail are teaching models: for them a counterexample is success, and its trace is
-saved to ``tla/_runs/<model>.trace``. The full output of each run goes to
-``tla/_runs/<model>.log``. The exit status is 0 when every outcome was the expected one, 1 when
+saved to ``<out>/<model>.trace``; the full output of each run goes to ``<out>/<model>.log``.
+``<out>`` is ``--out``, by default ``_runs`` beside the models (``tla/_runs`` in a checkout,
+where the docs and tests read the traces), except for the models of an installed package:
+site-packages is not the user's to write into, so those runs go to ``./tla_runs`` in the working
+directory (:func:`runs_dir`). The exit status is 0 when every outcome was the expected one, 1 when
 one was not, 2 when nothing could be checked (no Java, no jar, a bad config, an unknown model).
 """
 
@@ -65,9 +68,18 @@ def _table(rows: list[tuple[Model, Result]]) -> str:
     return "\n".join([fmt(head), rule, *(fmt(row) for row in body)])
 
 
-def _save(model: Model, result: Result) -> Path | None:
-    runs = model.cfg.parent / "_runs"
-    runs.mkdir(exist_ok=True)
+def runs_dir(models: Path) -> Path:
+    """Where the logs and traces of the models in ``models`` go by default: ``_runs`` beside
+    them, unless they are the installed package's own models (``tla/`` outside a source
+    checkout, which has a ``pyproject.toml`` beside it): then ``./tla_runs``."""
+    installed = (
+        models.resolve() == TLA_DIR.resolve() and not (TLA_DIR.parent / "pyproject.toml").is_file()
+    )
+    return Path.cwd() / "tla_runs" if installed else models / "_runs"
+
+
+def _save(model: Model, result: Result, runs: Path) -> Path | None:
+    runs.mkdir(parents=True, exist_ok=True)
     (runs / f"{model.name}.log").write_text("\n".join(result.output) + "\n")
     trace = runs / f"{model.name}.trace"
     text = result.trace()
@@ -97,7 +109,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--dir", type=Path, default=TLA_DIR, help="the directory of the models (default: tla/)"
     )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="where the logs and traces go (default: _runs beside the models; ./tla_runs for "
+        "an installed package's models)",
+    )
     args = parser.parse_args(argv)
+    runs = args.out if args.out is not None else runs_dir(args.dir)
 
     try:
         models = discover(
@@ -138,7 +159,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"  | {line}", flush=True)
 
         result = run_tlc(model.spec, model.cfg, check_deadlock=model.check_deadlock, on_line=show)
-        trace = _save(model, result)
+        trace = _save(model, result, runs)
         where = f" (trace: {_relative(trace)})" if trace else ""
         print(
             f"--> {model.name}: {result.summary} in {result.seconds:.1f} s: "

@@ -109,6 +109,14 @@ def main(argv: list[str] | None = None) -> int:
         "--check", action="store_true", help="write nothing; exit 1 if a kept trace is stale"
     )
     args = parser.parse_args(argv)
+    if not DIAGRAMS.is_dir():
+        # An installed package has no docs/: the traces belong to the repository's pages.
+        print(
+            f"python -m tla.effects: {DIAGRAMS} does not exist: the kept traces are the "
+            "repository's (docs/diagrams); run this from a source checkout",
+            file=sys.stderr,
+        )
+        return 2
     status = 0
     for name, path in TRACES.items():
         try:
