@@ -29,8 +29,10 @@ import pytest
 
 ROOT: Final = Path(__file__).resolve().parents[1]
 PAGE: Final = ROOT / "docs" / "exercises.md"
-#: Spelled this way on the page; the test runs this interpreter instead.
+#: Spelled this way on the page (or ``python3``); the test runs this interpreter instead.
 VENV_PYTHON: Final = ".venv/bin/python"
+#: ``python3`` as a command word (the commands that need nothing installed).
+_PYTHON3: Final = re.compile(r"(?<![\w/.-])python3(?![\w.])")
 
 
 @dataclass(frozen=True)
@@ -110,12 +112,15 @@ def copy(package: str, into: Path) -> Path:
 
 
 def run(command: str, cwd: Path) -> tuple[int, str]:
-    """Run ``command`` in ``cwd`` with bash, this interpreter for the venv's; (status,
-    standard output and error)."""
-    assert command.startswith(VENV_PYTHON) or f"| {VENV_PYTHON} " in command, command
+    """Run ``command`` in ``cwd`` with bash, this interpreter for the venv's and for
+    ``python3``; (status, standard output and error)."""
+    assert re.match(rf"({re.escape(VENV_PYTHON)}|python3) ", command) or re.search(
+        rf"\| ({re.escape(VENV_PYTHON)}|python3) ", command
+    ), command
+    script = _PYTHON3.sub(sys.executable, command.replace(VENV_PYTHON, sys.executable))
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     done = subprocess.run(
-        ["bash", "-c", command.replace(VENV_PYTHON, sys.executable)],
+        ["bash", "-c", script],
         cwd=cwd,
         env=env,
         capture_output=True,

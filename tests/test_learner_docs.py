@@ -6,7 +6,7 @@
 ``<!-- columns: PATH | PATH | PATH -->`` comment quotes one file per column after the first:
 every inline code span of a cell must be a piece of one line of that column's file.
 
-``docs/pitfalls.md`` shows commands. Every ``.venv/bin/python - <<'EOF'`` script is run, and
+``docs/pitfalls.md`` shows commands. Every ``python3 - <<'EOF'`` script is run, and
 what it prints must be the ``text`` block that follows it. Every ``pytest`` command must name an
 existing test file whose text holds each name of its ``-k`` expression, every ``python -m tla
 --model NAME`` an existing model that is expected to fail, every mutant a class of
@@ -62,9 +62,7 @@ LINKED_PAGES: Final = (
 
 _QUOTE = re.compile(r"<!-- quote: (\S+) -->\n```\w*\n(.*?)\n```", re.DOTALL)
 _COLUMNS = re.compile(r"<!-- columns: (.*?) -->\n((?:\|.*\n)+)")
-_SCRIPT = re.compile(
-    r"```sh\n\.venv/bin/python - <<'EOF'\n(.*?)\nEOF\n```\n\n```text\n(.*?)\n```", re.DOTALL
-)
+_SCRIPT = re.compile(r"```sh\npython3 - <<'EOF'\n(.*?)\nEOF\n```\n\n```text\n(.*?)\n```", re.DOTALL)
 _CODE = re.compile(r"`([^`]+)`")
 
 
