@@ -1,4 +1,4 @@
-"""The threaded implementation of the queue contract (``../shared/contract.md``, section 3).
+"""The threaded implementation of the queue contract (``docs/contract.md``, section 3).
 
     >>> from impl import FakeClock, Queue
     >>> with Queue[str](capacity=2, visibility_timeout=30.0, clock=FakeClock()) as q:

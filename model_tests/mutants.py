@@ -19,7 +19,7 @@ Every mutant takes the constructor arguments of ``impl.Queue`` (``capacity``,
 queue can build a mutant instead: ``MUTANTS`` maps each name to its class. The mutants are
 deliberately broken, but never in more than the one way they are named after.
 
-Seed pitfalls (``../shared/seeds/000_*.txt``) and the mutants that commit them:
+Seed pitfalls (``docs/sources.md``, the first seed) and the mutants that commit them:
 
 1. a plain blocking queue, no visibility ........ :class:`PlainBlockingQueue`
 2. receive picks and stamps in two steps ........ :class:`SplitReceiveQueue`,

@@ -2,7 +2,7 @@
 
 Everything here is an immutable, hashable value, so a whole reachable state space can be put in
 a set and two states can be compared with ``==``. Nothing here reads a clock, takes a lock or
-mutates anything: that is the point of the spec (see ``../shared/contract.md``, section 2).
+mutates anything: that is the point of the spec (see ``docs/contract.md``, section 2).
 
 The state is deliberately redundant: each message carries its own ``status``, and the ordered
 tuples ``visible``, ``in_flight``, ``dead``, ``delayed`` and ``timers`` say the same thing again,

@@ -1,6 +1,6 @@
 """Targeted tests of the spec: each row of the contract's transition table, each rejection.
 
-Every expected value here is written from the contract (``../shared/contract.md``, section 2),
+Every expected value here is written from the contract (``docs/contract.md``, section 2),
 not read back from the spec. Every test also checks that the invariants hold along the way
 (:func:`run`), so a transition that gets the answer right but breaks the state still fails.
 """

@@ -2,7 +2,7 @@
 (***************************************************************************)
 (* An in-memory queue with Amazon SQS semantics: the abstract spec.        *)
 (*                                                                         *)
-(* This module is the contract (../shared/contract.md, section 2) written  *)
+(* This module is the contract (docs/contract.md, section 2) written       *)
 (* in TLA+. It is the twin of the Python spec: every action here has a     *)
 (* function of the same name in spec/transitions.py (Send is send, Receive *)
 (* is receive, ...), and spec/explore.py walks the same graph as TLC does  *)
