@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +29,7 @@ from spec.html import GraphSpec, asset, display_label, explore_graph, page_data
 from spec.operations import REGISTRY
 from tla.counterexample import parse_trace
 from tla.explorer import load_trace
+from tla.tlc import available as tlc_available
 from tools.diagrams import (
     EXPLORER,
     EXPLORER_GRAPHS,
@@ -52,7 +52,7 @@ from tools.diagrams import (
     splice,
 )
 
-needs_java = pytest.mark.skipif(shutil.which("java") is None, reason="java is not installed")
+needs_java = pytest.mark.skipif(not tlc_available(), reason="TLC needs Java and tla2tools.jar")
 
 V, F, D, C, X, START = "VISIBLE", "IN_FLIGHT", "DONE", "CANCELLED", "DEAD", "[*]"
 W = "DELAYED"

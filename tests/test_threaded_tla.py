@@ -28,9 +28,10 @@ import pytest
 
 from tla.models import TLA_DIR, Model, discover
 from tla.tlc import Result, run_tlc
+from tla.tlc import available as tlc_available
 from tla.values import Function, ModelValue, Record, Value, parse_state
 
-needs_java = pytest.mark.skipif(shutil.which("java") is None, reason="java is not installed")
+needs_java = pytest.mark.skipif(not tlc_available(), reason="TLC needs Java and tla2tools.jar")
 
 _STATE = re.compile(r"^State (\d+): <(\w+)")
 

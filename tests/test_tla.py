@@ -6,7 +6,6 @@ when ``java`` is not installed.
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
@@ -15,9 +14,10 @@ from tla.__main__ import main, runs_dir
 from tla.counterexample import parse_trace
 from tla.models import TLA_DIR, Model, discover, read_model
 from tla.tlc import INSTALL_JAVA, JAR_ENV, Result, SetupError, find_jar, find_java, parse_output
+from tla.tlc import available as tlc_available
 from tla.values import Function, ModelValue, Record, parse_state, parse_value
 
-needs_java = pytest.mark.skipif(shutil.which("java") is None, reason="java is not installed")
+needs_java = pytest.mark.skipif(not tlc_available(), reason="TLC needs Java and tla2tools.jar")
 
 TINY = """---- MODULE Tiny ----
 EXTENDS Naturals

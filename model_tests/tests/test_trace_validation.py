@@ -13,7 +13,6 @@ Every test name contains ``trace`` (``pytest -k trace``). The TLC runs need Java
 
 from __future__ import annotations
 
-import shutil
 import threading
 from collections.abc import Callable, Iterator
 
@@ -21,9 +20,10 @@ import pytest
 
 from impl import Entry, FakeClock, FifoQueue, Full, Queue, ShutDown, TraceStep
 from model_tests.support import BOUND
+from tla.tlc import available as tlc_available
 from tla.trace import Event, Fifo, TraceError, check_events, check_trace, to_events
 
-needs_java = pytest.mark.skipif(shutil.which("java") is None, reason="java is not installed")
+needs_java = pytest.mark.skipif(not tlc_available(), reason="TLC needs Java and tla2tools.jar")
 
 
 #: What a consumer does with each message (by id), on its first delivery:

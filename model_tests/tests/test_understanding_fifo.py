@@ -21,7 +21,6 @@ without Java; with Java, a test checks that TLC still finds exactly those traces
 from __future__ import annotations
 
 import itertools
-import shutil
 from pathlib import Path
 
 import pytest
@@ -31,6 +30,7 @@ from model_tests.support import ProbeClock
 from model_tests.tests.replay import Consumers, impl_view, now, tlc_view
 from tla.counterexample import TraceStep, messages, parse_trace
 from tla.models import discover
+from tla.tlc import available as tlc_available
 from tla.tlc import run_tlc
 
 DIAGRAMS = Path(__file__).resolve().parents[2] / "docs" / "diagrams"
@@ -42,7 +42,7 @@ TRACES = {
 #: Both models put every id in one group with one dedup id (Groups = DedupSets = {{a, b}}).
 GROUP, DEDUP = "g", "d"
 
-needs_java = pytest.mark.skipif(shutil.which("java") is None, reason="java is not installed")
+needs_java = pytest.mark.skipif(not tlc_available(), reason="TLC needs Java and tla2tools.jar")
 
 
 def _steps(model: str) -> list[TraceStep]:
