@@ -400,7 +400,8 @@ def run_job(job: Job) -> Outcome:
                 labelled[len(runs) - 1] = tuple(what for what, _ in chosen)
                 print(summary(probe), flush=True)
     except KeyboardInterrupt:
-        return Outcome(tuple(runs), labelled, "interrupted (Ctrl-C or SIGTERM)", context)
+        stopped = "interrupted (Ctrl-C or SIGTERM)"
+        return Outcome(tuple(runs), labelled, stopped, context, interrupted=True)
     except Exception as e:
         if isinstance(e, ValueError):
             text = str(e)  # a refusal or a bad argument: the message says it all

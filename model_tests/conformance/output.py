@@ -79,6 +79,8 @@ class Outcome:
     probes: Mapping[int, tuple[str, ...]] = field(default_factory=dict)
     error: str | None = None
     context: Mapping[str, Any] = field(default_factory=dict)
+    #: Whether Ctrl-C (or SIGTERM) stopped the run: its error says so too.
+    interrupted: bool = False
 
     @property
     def status(self) -> int:

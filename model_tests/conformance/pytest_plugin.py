@@ -120,7 +120,11 @@ class Conformance:
             shrink=shrink,
             wait_time=wait_time,
         )
-        return Result(run_job(job))
+        outcome = run_job(job)
+        if outcome.interrupted:
+            # The queues are deleted by now; Ctrl-C stops the test session as it would have.
+            raise KeyboardInterrupt(outcome.error)
+        return Result(outcome)
 
     def check(self, endpoint: str | None = None, **kwargs: Any) -> Result:
         """:meth:`run`, and fail the test with the kit's report unless the status is 0."""

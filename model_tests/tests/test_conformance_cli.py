@@ -502,6 +502,26 @@ def test_the_fixture_fails_a_test_with_the_kits_report(broken: str) -> None:
         Conformance().run(given=[AGREED])
 
 
+class Interrupted(ImplTarget):
+    """A queue whose every send is interrupted, as by Ctrl-C."""
+
+    def send(
+        self, id: str, body: str, delay: Delay, group: str | None = None, dedup: str | None = None
+    ) -> Sent:
+        raise KeyboardInterrupt
+
+
+def test_ctrl_c_in_the_fixture_stops_the_test_session(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setitem(local.LOCAL_TARGETS, "interrupted", Interrupted)
+    with pytest.raises(KeyboardInterrupt, match="interrupted"):
+        Conformance("interrupted").run(given=[AGREED])
+    # The CLI's job says so and carries on to its outputs.
+    f = jsonl(tmp_path / "s.jsonl", AGREED)
+    assert cli.main(["--endpoint", "interrupted", "--scenarios-file", f]) == NO_VERDICT
+
+
 def test_the_users_queue_attributes_are_set_on_every_scenario() -> None:
     attributes = {"visibility_timeout": 30, "max_receives": 5}
     drawn, users = scenarios_of(Job("impl", scenarios=6, queue=attributes), fifo=False)
