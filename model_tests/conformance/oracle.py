@@ -14,7 +14,17 @@ relaxations*:
   (:mod:`spec.transitions`) plus the nondeterministic steps each relaxation adds. With no
   relaxation the set is always one state and the judge is the equality of the harness.
 - :func:`explain` finds the smallest sets of relaxations under which the run is accepted
-  (trying subsets by size), or says it is unexplained.
+  (trying subsets by size), or says it is unexplained: ``lost`` when a message was lost
+  (:attr:`Explanation.lost`), ``no verdict`` when the search outgrew its budget
+  (:attr:`Explanation.no_verdict`; :meth:`Profile.decides` says whether a profile's verdict is
+  definite).
+- **Nothing lost is admitted.** The kit runs every scenario followed by its *drain*
+  (:func:`drain_ops`, :func:`with_drain`: past every timer, then receives until every message
+  must have come out, then the dead letters); :func:`judge` given the drain's outputs too
+  rejects a run after which an accepted message was neither deleted, purged, cancelled,
+  dead-lettered nor delivered. A relaxation may delay a message, never lose it: each says how
+  many receives in a row may pass over a message (:attr:`Relaxation.passes`; only
+  ``SHORT_POLL_SAMPLES``, once: AWS's :data:`SUBSEQUENT_REQUEST`), with or without the drain.
 - :func:`shrink` is delta debugging of a scenario's ops (then of its batches' entries) that
   keeps a divergence, re-running the endpoint for every candidate.
 
@@ -100,6 +110,15 @@ class Relaxation(enum.Enum):
         return _CITATION[self]
 
     @property
+    def passes(self) -> int:
+        """How many receives in a row this relaxation lets pass over a message they could have
+        delivered (a short answer that leaves it out), before the message counts as lost: 1
+        for ``SHORT_POLL_SAMPLES`` (:data:`SUBSEQUENT_REQUEST`: with fewer than 1,000 messages,
+        the next request returns them), 0 for every other (they delay a message or deliver
+        another, never leave one out)."""
+        return 1 if self is Relaxation.SHORT_POLL_SAMPLES else 0
+
+    @property
     def documented(self) -> bool:
         """Whether AWS's cited sentence allows the behaviour (``False``: AWS documents the
         opposite, and the relaxation only names what an emulator was measured to do)."""
@@ -127,7 +146,7 @@ _MEANING: Final[Mapping[Relaxation, str]] = {
     Relaxation.DEAD_LETTER_LAGS: (
         "a message released after max_receives deliveries may stay in the queue, never "
         "delivered again, and be dead-lettered at any later point (on a later receive): "
-        "dead letters are compared as eventually equal"
+        "dead letters are compared as eventually equal, and as a set (in any order)"
     ),
     Relaxation.DEDUP_UNREPORTED: (
         "a FIFO send (or batch entry) that the queue deduplicates may answer true instead of "
@@ -136,7 +155,8 @@ _MEANING: Final[Mapping[Relaxation, str]] = {
     Relaxation.SHORT_POLL_SAMPLES: (
         "a receive or receive_batch may deliver fewer of the deliverable messages than the "
         "model, possibly none (short polling samples a subset of SQS's servers); those it "
-        "delivers are the ones a receive of fewer would deliver (with ANY_ORDER, any of them)"
+        "delivers are the ones a receive of fewer would deliver (with ANY_ORDER, any of them); "
+        "a message it passes over must be in the queue's next answer, unless that one is full"
     ),
 }
 
@@ -149,6 +169,14 @@ _STANDARD_QUEUES: Final = (
 SHORT_AND_LONG_POLLING: Final = (
     "https://docs.aws.amazon.com/AWSSimpleQueueService/latest/SQSDeveloperGuide/"
     "sqs-short-and-long-polling.html"
+)
+
+#: The limit AWS puts on short polling's sample, the bound of :attr:`Relaxation.passes`: a
+#: message left out of one answer is in the next one (the kit's queues hold far fewer than 1,000).
+SUBSEQUENT_REQUEST: Final = Citation(
+    "However, if you have fewer than 1,000 messages in your queue, a subsequent request will "
+    "return your messages.",
+    SHORT_AND_LONG_POLLING,
 )
 
 #: What AWS says long polling does (``--wait-time``): every server is queried, but a response
@@ -239,6 +267,12 @@ class Profile:
         endpoint did, not a proof that no documented behaviour could produce it."""
         return any(s <= self.relaxations for s in explanation.sets)
 
+    def decides(self, explanation: Explanation) -> bool:
+        """Whether this profile's verdict on ``explanation`` is definite: it admits it, or no
+        search ran out of budget (else a set the search could not finish might have admitted
+        it: "no verdict")."""
+        return self.admits(explanation) or not explanation.exhausted
+
 
 PROFILES: Final[Mapping[str, Profile]] = {
     "strict": Profile(
@@ -284,16 +318,29 @@ PROFILES: Final[Mapping[str, Profile]] = {
 # =============================================================================================
 
 
+#: Per queue, the visible ids that the last receives of the queue passed over, with how many
+#: in a row: ``((id, count), ...)``, sorted.
+_Missed: TypeAlias = tuple[tuple[str, int], ...]
+
+
 @dataclass(frozen=True, slots=True)
 class _World:
     """One candidate state of a whole scenario: every queue's spec state, the ids of each
     queue that are due to be dead-lettered but not yet (``DEAD_LETTER_LAGS``: they are
-    ``VISIBLE`` in the spec state and never delivered), the current queue and the clock."""
+    ``VISIBLE`` in the spec state and never delivered), the current queue and the clock.
+
+    Per queue also: ``missed``, the messages short answers passed over (bounded by
+    :attr:`Relaxation.passes`); and for the drain, ``got`` (delivered by a drain receive) and
+    ``reached`` (among what a drain receive, not one of the last, had to deliver).
+    """
 
     queues: tuple[State, ...]
     doomed: tuple[frozenset[str], ...]
     current: int
     now: float
+    missed: tuple[_Missed, ...] = ((),)
+    got: tuple[frozenset[str], ...] = (frozenset(),)
+    reached: tuple[frozenset[str], ...] = (frozenset(),)
 
     @property
     def state(self) -> State:
@@ -308,6 +355,16 @@ class _World:
             doomed=(*self.doomed[:i], doomed, *self.doomed[i + 1 :]),
         )
 
+    def seen(self, missed: _Missed, got: frozenset[str], reached: frozenset[str]) -> _World:
+        """This world with the current queue's receive bookkeeping replaced."""
+        i = self.current
+        return replace(
+            self,
+            missed=(*self.missed[:i], missed, *self.missed[i + 1 :]),
+            got=(*self.got[:i], got, *self.got[i + 1 :]),
+            reached=(*self.reached[:i], reached, *self.reached[i + 1 :]),
+        )
+
 
 @dataclass(frozen=True, slots=True)
 class _Rules:
@@ -316,6 +373,10 @@ class _Rules:
     config: QueueConfig
     spec_config: spec.Config
     relaxed: frozenset[Relaxation]
+    #: How many receives in a row may pass over a message (the relaxations' largest).
+    passes: int = 0
+    #: Whether misses are bounded (``False`` only to tell a loss from another rejection).
+    bounded: bool = True
 
     def has(self, r: Relaxation) -> bool:
         return r in self.relaxed
@@ -373,13 +434,17 @@ def _lagging(
 
 
 def _kill(state: State, id: str) -> State:
-    """A doomed (visible) message is dead-lettered now."""
+    """A doomed (visible) message is dead-lettered now.
+
+    The dead letters are kept sorted: under ``DEAD_LETTER_LAGS`` they are compared as a set
+    (:func:`_successors`), so the order of late dead-letterings is no part of the state, and
+    ``k`` doomed messages make ``2 ** k`` worlds, not ``k!`` orders of each subset."""
     m = state.get(id)
     assert m is not None and m.status is Status.VISIBLE
     return replace(
         state.with_msg(replace(m, status=Status.DEAD)),
         visible=tuple(v for v in state.visible if v != id),
-        dead=(*state.dead, id),
+        dead=tuple(sorted((*state.dead, id))),
     )
 
 
@@ -467,9 +532,30 @@ def _deliver(state: State, id: str, deadline: float | None) -> State:
     )
 
 
-def _receive(rules: _Rules, w: _World, n: int, vt: object, observed: object) -> list[_World]:
+@dataclass(frozen=True, slots=True)
+class _DrainStep:
+    """A receive of the drain: ``reach`` when it is not one of the queue's last
+    :data:`MAX_PASSES` drain receives (what it had to deliver is owed by the end)."""
+
+    reach: bool
+
+
+def _receive(
+    rules: _Rules,
+    w: _World,
+    n: int,
+    vt: object,
+    observed: object,
+    step: _DrainStep | None = None,
+) -> list[_World]:
     """The worlds after a receive of up to ``n`` that delivered ``observed`` (a list of
-    ``[id, payload, attempt]``)."""
+    ``[id, payload, attempt]``).
+
+    A short answer (fewer visible messages than the spec delivers: ``SHORT_POLL_SAMPLES``)
+    passes over every message it could have delivered (any candidate with ``ANY_ORDER``,
+    else the spec's picks); a message passed over by more short answers in a row than
+    :attr:`_Rules.passes` is lost, and the receive is rejected. A full answer forgets the
+    count: it "returned your messages" as far as its room allowed."""
     if not isinstance(observed, list) or len(observed) > n:
         return []
     s, doomed = w.state, w.doomed[w.current]
@@ -499,15 +585,32 @@ def _receive(rules: _Rules, w: _World, n: int, vt: object, observed: object) -> 
         return []
     if len(visible) < wanted and not rules.has(Relaxation.SHORT_POLL_SAMPLES):
         return []
+    any_order = rules.has(Relaxation.ANY_ORDER)
     picks = _strict_picks(s, candidates, len(visible))
-    if not rules.has(Relaxation.ANY_ORDER) and visible != picks:
+    if not any_order and visible != picks:
         return []
+    q = w.current
+    missed: _Missed = ()
+    if len(visible) < wanted:
+        before = dict(w.missed[q])
+        owed = candidates if any_order else _strict_picks(s, candidates, wanted)
+        missed = tuple(sorted((id, before.get(id, 0) + 1) for id in owed if id not in visible))
+        if rules.bounded and any(c > rules.passes for _, c in missed):
+            return []
+    got, reached = w.got[q], w.reached[q]
+    if step is not None:
+        got = got | frozenset(order)
+        if step.reach:
+            reached = reached | frozenset(_strict_picks(s, candidates, wanted))
     timeout = rules.config.visibility_timeout if vt is QUEUE_DEFAULT else vt
     assert timeout is None or isinstance(timeout, int | float)
     deadline = None if timeout is None else w.now + timeout
     for id in order:
         s = _deliver(s, id, deadline)
-    return [w.put(s, _alive(s, doomed))]
+    after = w.put(s, _alive(s, doomed))
+    if missed == after.missed[q] and got == after.got[q] and reached == after.reached[q]:
+        return [after]
+    return [after.seen(missed, got, reached)]
 
 
 def _expected_receive(rules: _Rules, w: _World, n: int) -> list[list[Any]]:
@@ -679,6 +782,9 @@ def _apply_strict(rules: _Rules, w: _World, op: Op) -> tuple[_World, Output]:
                     queues=(*w.queues, fresh),
                     doomed=(*w.doomed, frozenset()),
                     current=len(w.queues),
+                    missed=(*w.missed, ()),
+                    got=(*w.got, frozenset()),
+                    reached=(*w.reached, frozenset()),
                 ),
                 None,
             )
@@ -720,19 +826,30 @@ def _same(a: object, b: object) -> bool:
     return json.dumps(a) == json.dumps(b)
 
 
-def _successors(rules: _Rules, w: _World, op: Op, observed: object) -> list[_World]:
+def _successors(
+    rules: _Rules, w: _World, op: Op, observed: object, step: _DrainStep | None = None
+) -> list[_World]:
     """Every world after ``op`` (not yet swept) in which its output is ``observed``."""
     if isinstance(op, Invoke):
         if op.name == "receive":
-            return _receive(rules, w, 1, op.args[0], [] if observed is None else [observed])
+            got = [] if observed is None else [observed]
+            return _receive(rules, w, 1, op.args[0], got, step)
         if op.name == "receive_batch":
-            return _receive(rules, w, _int(op.args[0]), op.args[1], observed)
+            return _receive(rules, w, _int(op.args[0]), op.args[1], observed, step)
         if op.name in ("delete", "retry", "change_visibility"):
             return _receipt_batch(rules, w, _batch_entries(op), [observed])
         if op.name in ("delete_batch", "change_visibility_batch"):
             return _receipt_batch(rules, w, _batch_entries(op), observed)
     after, out = _apply_strict(rules, w, op)
     if _same(out, observed):
+        return [after]
+    if (
+        isinstance(op, Dead)
+        and rules.has(Relaxation.DEAD_LETTER_LAGS)
+        and isinstance(observed, list)
+        and all(isinstance(x, str) for x in observed)
+        and _same(out, sorted(observed))
+    ):
         return [after]
     if (
         rules.has(Relaxation.DEDUP_UNREPORTED)
@@ -788,8 +905,10 @@ class Verdict:
 
     When not: ``op_index`` is the first op after which no candidate state was left, ``op`` that
     op (as JSON), ``observed`` its output, and ``allowed`` outputs that op could have had from
-    the states left before it. ``exhausted``: the search outgrew its budget of candidate
-    states (no verdict; counted as not accepted).
+    the states left before it. ``lost``: the ids the endpoint never delivered although it had
+    to, when that is why (passed over by more receives in a row than the relaxations allow, or
+    still undelivered after the drain; then ``op_index`` is the drain's last op).
+    ``exhausted``: the search outgrew its budget of candidate states (no verdict).
     """
 
     accepted: bool
@@ -799,6 +918,7 @@ class Verdict:
     observed: Output = None
     allowed: tuple[Output, ...] = ()
     exhausted: bool = False
+    lost: tuple[str, ...] = ()
 
     def __str__(self) -> str:
         names = "+".join(r.name for r in RELAXATIONS if r in self.relaxations) or "strict"
@@ -806,6 +926,12 @@ class Verdict:
             return f"accepted ({names})"
         if self.exhausted:
             return f"no verdict ({names}): the search outgrew its budget at op {self.op_index}"
+        if self.lost:
+            return (
+                f"rejected ({names}) at op {self.op_index} {_compact(self.op)}: "
+                f"{', '.join(self.lost)} lost (accepted and not deleted, but not delivered "
+                "when a receive had to deliver it)"
+            )
         allowed = " or ".join(_compact(a) for a in self.allowed) or "nothing"
         return (
             f"rejected ({names}) at op {self.op_index} {_compact(self.op)}: "
@@ -825,6 +951,175 @@ def _parse(scenario: ScenarioLike) -> Scenario:
 BUDGET: Final = 20_000
 
 
+# -- the drain -----------------------------------------------------------------------------------
+
+#: The most receives in a row any relaxation lets pass over a message (:attr:`Relaxation.passes`).
+MAX_PASSES: Final = max(r.passes for r in Relaxation)
+#: How many messages a drain receive asks for (SQS's most).
+DRAIN_BATCH: Final = 10
+#: The visibility timeout of a standard queue's drain receives: what they deliver stays
+#: delivered for the rest of the drain (a FIFO queue's use 0, below).
+DRAIN_VISIBILITY: Final = 3600
+#: The latest time a drain's deadline may reach (SQS's 12 hours, less a second).
+_DRAIN_HORIZON: Final = 43199
+
+
+def _last_timer(parsed: Scenario) -> tuple[float, float]:
+    """``(end, latest)``: the scenario's last time, and the latest time any of its ops may have
+    set a timer for, in any relaxed world (a receive's deadline, a visibility change's, a
+    send's delay), or ``-1`` without any."""
+    c = parsed.config
+    now, latest = 0.0, -1.0
+
+    def vt_of(vt: object) -> float | None:
+        t = c.visibility_timeout if vt is QUEUE_DEFAULT else vt
+        return None if t is None else _float(t)
+
+    for op in parsed.ops:
+        if not isinstance(op, Invoke):
+            continue
+        a = op.args
+        times: list[float | None] = []
+        if op.name == "advance":
+            now += _float(a[0])
+        elif op.name == "receive":
+            times = [vt_of(a[0])]
+        elif op.name == "receive_batch":
+            times = [vt_of(a[1])]
+        elif op.name == "change_visibility":
+            times = [_float(a[2])]
+        elif op.name == "change_visibility_batch":
+            times = [_float(e[2]) for e in _seq(a[0])]
+        elif op.name in ("send", "send_batch"):
+            delays = [a[2]] if op.name == "send" else [e[2] for e in _seq(a[0])]
+            times = [c.delay if c.fifo or d is QUEUE_DEFAULT else _float(d) for d in delays]
+        latest = max([latest, *(now + t for t in times if t is not None)])
+    return now, latest
+
+
+def _sent_per_queue(parsed: Scenario) -> list[int]:
+    """How many distinct ids each queue of the scenario was sent."""
+    ids: list[set[str]] = [set()]
+    current = 0
+    for op in parsed.ops:
+        if isinstance(op, New):
+            ids.append(set())
+            current = len(ids) - 1
+        elif isinstance(op, Use):
+            current = op.index
+        elif isinstance(op, Invoke) and op.name == "send":
+            ids[current].add(_str(op.args[0]))
+        elif isinstance(op, Invoke) and op.name == "send_batch":
+            ids[current].update(_str(e[0]) for e in _seq(op.args[0]))
+    return [len(x) for x in ids]
+
+
+def _drain_plan(parsed: Scenario) -> list[tuple[list[Any], _DrainStep | None]]:
+    """The drain's ops (JSON) with, for each receive, its :class:`_DrainStep`."""
+    sent_per_queue = _sent_per_queue(parsed)
+    if not any(sent_per_queue):
+        return []
+    end, latest = _last_timer(parsed)
+    plan: list[tuple[list[Any], _DrainStep | None]] = []
+    at = end
+    if latest >= end:
+        dt = math.floor(latest - end) + 1
+        plan.append((["advance", dt], None))
+        at += dt
+    fifo = parsed.config.fifo
+    vt = 0 if fifo else max(1, min(DRAIN_VISIBILITY, int(_DRAIN_HORIZON - at)))
+    current = _final_queue(parsed)
+    for q, sent in enumerate(sent_per_queue):
+        if sent == 0:
+            continue
+        if q != current:
+            plan.append((["use", q], None))
+            current = q
+        # Each full answer delivers 10; a short one passes over the rest, and the next must
+        # not pass over them again: a short one before each full one is the most it takes.
+        receives = (MAX_PASSES + 1) * math.ceil(sent / DRAIN_BATCH)
+        for j in range(receives):
+            plan.append((["reserve_batch", DRAIN_BATCH, vt], _DrainStep(j < receives - MAX_PASSES)))
+        if parsed.config.max_receives is not None:
+            plan.append((["dead"], None))
+    return plan
+
+
+def _final_queue(parsed: Scenario) -> int:
+    """The current queue after the scenario's ops."""
+    current, queues = 0, 1
+    for op in parsed.ops:
+        if isinstance(op, New):
+            current, queues = queues, queues + 1
+        elif isinstance(op, Use):
+            current = op.index
+    return current
+
+
+def drain_ops(scenario: ScenarioLike) -> list[list[Any]]:
+    """The ops (as JSON) the kit runs after a scenario's own, and :func:`judge` judges with it:
+    its *drain*.
+
+    An ``advance`` past every timer the scenario may have set (its deadlines, delays and
+    visibility changes: every message is deliverable again), then per queue that was sent
+    anything (``use`` it) ``(MAX_PASSES + 1) * ceil(sent / 10)`` times ``reserve_batch 10``,
+    and ``dead`` when the queue dead-letters. A standard queue's drain receives hide what
+    they deliver for :data:`DRAIN_VISIBILITY` seconds, so each delivers what is left; a FIFO
+    queue's use 0 (a delivered message would lock its group), so each delivers the heads of
+    the groups again until they are dead-lettered. After the drain every accepted message
+    not deleted, purged, cancelled or dead-lettered must have been delivered by one of its
+    receives (on a FIFO queue: every message one of them, not among the last
+    :data:`MAX_PASSES`, had to deliver): see :func:`judge`. The URL endpoints should
+    long-poll these receives (AWS: long polling "queries all servers"); the count is enough
+    for short polls too, since a receive may pass over a message at most
+    :data:`MAX_PASSES` times in a row. A scenario that sent nothing has no drain.
+    """
+    return [op for op, _ in _drain_plan(_parse(scenario))]
+
+
+def with_drain(scenario: ScenarioLike) -> Scenario:
+    """The scenario followed by its :func:`drain_ops`: what the kit runs on an endpoint."""
+    parsed = _parse(scenario)
+    raw = to_json(parsed)
+    return parse_scenario({**raw, "ops": [*raw["ops"], *drain_ops(parsed)]})
+
+
+def _unaccounted(rules: _Rules, w: _World) -> tuple[str, ...]:
+    """After the drain: the ids of ``w`` that were accepted and neither deleted, purged,
+    cancelled, dead-lettered nor delivered by the drain (standard queues), or owed by a drain
+    receive and not delivered (FIFO queues); and every message still waiting to be
+    dead-lettered. A message in flight with no deadline is held, not lost."""
+    out: list[str] = []
+    for s, doomed, got, reached in zip(w.queues, w.doomed, w.got, w.reached, strict=True):
+        for m in s.messages:
+            if m.id in doomed:
+                out.append(m.id)
+            elif m.status is Status.IN_FLIGHT and m.deadline is None:
+                continue
+            elif (
+                m.status in (Status.VISIBLE, Status.IN_FLIGHT, Status.DELAYED)
+                and m.id not in got
+                and (not rules.config.fifo or m.id in reached)
+            ):
+                out.append(m.id)
+    return tuple(sorted(out))
+
+
+def _plan(parsed: Scenario, outputs: int) -> tuple[list[Op], list[_DrainStep | None], bool]:
+    """The ops ``outputs`` answer (the scenario's, or with its drain) and each drain
+    receive's step; whether the drain is there."""
+    ops = list(parsed.ops)
+    steps: list[_DrainStep | None] = [None] * len(ops)
+    if outputs == len(ops):
+        return ops, steps, False
+    plan = _drain_plan(parsed)
+    if plan and outputs == len(ops) + len(plan):
+        drained = with_drain(parsed).ops[len(ops) :]
+        return ops + list(drained), steps + [st for _, st in plan], True
+    with_plan = f" or {len(ops) + len(plan)} (with its drain)" if plan else ""
+    raise ValueError(f"outputs: {outputs} outputs for {len(ops)} ops{with_plan}")
+
+
 def judge(
     scenario: ScenarioLike,
     outputs: Sequence[Output],
@@ -834,39 +1129,67 @@ def judge(
 ) -> Verdict:
     """Decide whether ``outputs`` (one per op, as the harness writes them) are a behaviour of
     the spec relaxed by exactly ``relaxations``: a search over the set of states consistent
-    with the outputs so far."""
+    with the outputs so far.
+
+    ``outputs`` answers the scenario's ops, or those and its :func:`drain_ops`; with the drain,
+    the run is also rejected when a message is lost (see :func:`drain_ops`). Without it a
+    message may still be lost: passed over by more short answers in a row than the
+    relaxations allow (:attr:`Relaxation.passes`)."""
     parsed = _parse(scenario)
     relaxed = frozenset(relaxations)
-    if len(outputs) != len(parsed.ops):
-        raise ValueError(f"outputs: {len(outputs)} outputs for {len(parsed.ops)} ops")
+    ops, steps, drained = _plan(parsed, len(outputs))
     cfg = _spec_config(parsed.config)
-    rules = _Rules(parsed.config, cfg, relaxed)
+    passes = max((r.passes for r in relaxed), default=0)
+    rules = _Rules(parsed.config, cfg, relaxed, passes)
     worlds: set[_World] = {_World((spec.initial(cfg, queue=0),), (frozenset(),), 0, 0.0)}
     lag = Relaxation.DEAD_LETTER_LAGS in relaxed
-    for i, (op, out) in enumerate(zip(parsed.ops, outputs, strict=True)):
+    fifo = parsed.config.fifo
+    for i, (op, out, step) in enumerate(zip(ops, outputs, steps, strict=True)):
         if lag:
             worlds = _lag_closure(worlds, budget)
-        after = {_sweep(rules, w2) for w in worlds for w2 in _successors(rules, w, op, out)}
+        after = {_sweep(rules, w2) for w in worlds for w2 in _successors(rules, w, op, out, step)}
         if not after:
             return Verdict(
                 accepted=False,
                 relaxations=relaxed,
                 op_index=i,
-                op=_op_json(op, parsed.config.fifo),
+                op=_op_json(op, fifo),
                 observed=out,
                 allowed=tuple(_allowed(rules, worlds, op)),
+                lost=_passed_over(replace(rules, bounded=False), worlds, op, out, step),
             )
         if len(after) > budget:
             return Verdict(
-                False,
-                relaxed,
-                op_index=i,
-                op=_op_json(op, parsed.config.fifo),
-                observed=out,
-                exhausted=True,
+                False, relaxed, op_index=i, op=_op_json(op, fifo), observed=out, exhausted=True
             )
         worlds = after
+    if drained:
+        left = [_unaccounted(rules, w) for w in worlds]
+        if all(left):
+            last = len(ops) - 1
+            return Verdict(
+                False,
+                relaxed,
+                op_index=last,
+                op=_op_json(ops[last], fifo),
+                observed=outputs[last],
+                lost=min(left, key=lambda ids: (len(ids), ids)),
+            )
     return Verdict(accepted=True, relaxations=relaxed)
+
+
+def _passed_over(
+    rules: _Rules, worlds: Iterable[_World], op: Op, out: object, step: _DrainStep | None
+) -> tuple[str, ...]:
+    """If a receive was rejected only for passing over messages too often (its successors
+    with ``rules`` unbounded), the ids passed over too often; else nothing."""
+    if not (isinstance(op, Invoke) and op.name in ("receive", "receive_batch")):
+        return ()
+    found: list[tuple[str, ...]] = []
+    for w in worlds:
+        for w2 in _successors(rules, w, op, out, step):
+            found.append(tuple(sorted(id for id, c in w2.missed[w2.current] if c > 0)))
+    return min(found, key=lambda ids: (len(ids), ids)) if found else ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -877,11 +1200,15 @@ class Explanation:
     when the run conforms to the spec itself, ``()`` when no set of relaxations explains it.
     ``strict`` is the strict verdict (where the run first departs from the spec); ``relaxed``
     the verdict under every relaxation tried (for an unexplained run: where even that fails).
+    ``exhausted``: the sets whose search outgrew its budget (their answer is unknown), so the
+    smallest sets may be smaller than ``sets`` says, and an "unexplained" may be explained:
+    :attr:`no_verdict`, and :meth:`Profile.decides`.
     """
 
     sets: tuple[frozenset[Relaxation], ...]
     strict: Verdict
     relaxed: Verdict
+    exhausted: tuple[frozenset[Relaxation], ...] = ()
 
     @property
     def conforms(self) -> bool:
@@ -892,14 +1219,34 @@ class Explanation:
         return not self.sets
 
     @property
+    def lost(self) -> bool:
+        """Unexplained because a message was lost (the relaxed verdict names it)."""
+        return self.unexplained and bool(self.relaxed.lost)
+
+    @property
+    def no_verdict(self) -> bool:
+        """No set explains the run, but some search ran out of budget: no verdict."""
+        return self.unexplained and bool(self.exhausted)
+
+    @property
     def key(self) -> str:
-        """A stable name: ``strict``, ``unexplained``, ``A``, ``A+B``, or alternatives
-        ``A+B | C``."""
+        """A stable name: ``strict``, ``unexplained``, ``lost``, ``no verdict``, ``A``,
+        ``A+B``, or alternatives ``A+B | C``."""
+        if self.no_verdict:
+            return NO_VERDICT
+        if self.lost:
+            return LOST
         if self.unexplained:
             return "unexplained"
         if self.conforms:
             return "strict"
         return " | ".join("+".join(r.name for r in RELAXATIONS if r in s) for s in self.sets)
+
+
+#: The key of an explanation whose search ran out of budget (:attr:`Explanation.no_verdict`).
+NO_VERDICT: Final = "no verdict"
+#: The key of a run that lost a message (:attr:`Explanation.lost`).
+LOST: Final = "lost"
 
 
 def explain(
@@ -920,18 +1267,37 @@ def explain(
     if strict.accepted:
         return Explanation((frozenset(),), strict, strict)
     order = [r for r in RELAXATIONS if r in relaxations]
+    everything = frozenset(order)
     relaxed = judge(parsed, outputs, order, budget=budget)
+    if relaxed.exhausted:
+        return Explanation((), strict, relaxed, (everything,))
     if not relaxed.accepted:
         return Explanation((), strict, relaxed)
+    exhausted: list[frozenset[Relaxation]] = []
     for size in range(1, len(order) + 1):
         found = tuple(
             frozenset(c)
             for c in itertools.combinations(order, size)
-            if judge(parsed, outputs, c, budget=budget).accepted
+            if _accepts(parsed, outputs, frozenset(c), budget, exhausted)
         )
         if found:
-            return Explanation(found, strict, relaxed)
+            return Explanation(found, strict, relaxed, tuple(exhausted))
     raise AssertionError("every relaxation together accepts, so some subset does")
+
+
+def _accepts(
+    parsed: Scenario,
+    outputs: Sequence[Output],
+    relaxed: frozenset[Relaxation],
+    budget: int,
+    exhausted: list[frozenset[Relaxation]],
+) -> bool:
+    """Whether :func:`judge` accepts under ``relaxed``; a search out of budget is recorded in
+    ``exhausted`` and counts as not accepted."""
+    v = judge(parsed, outputs, relaxed, budget=budget)
+    if v.exhausted:
+        exhausted.append(relaxed)
+    return v.accepted
 
 
 # =============================================================================================

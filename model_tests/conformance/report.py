@@ -16,23 +16,30 @@ freshness by regenerating it.
 from __future__ import annotations
 
 import json
+import random
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from hypothesis import HealthCheck, Phase, given, seed, settings
 from hypothesis import strategies as st
+from hypothesis.control import BuildContext
+from hypothesis.errors import StopTest, UnsatisfiedAssumption
+from hypothesis.internal.conjecture.data import ConjectureData
 
 from model_tests.conformance.oracle import (
+    LOST,
+    NO_VERDICT,
     PROFILES,
     RELAXATIONS,
     Explanation,
     Profile,
     Relaxation,
+    drain_ops,
     explain,
     json_line,
     shrink,
     to_json,
+    with_drain,
 )
 from model_tests.scenario_format import Scenario, parse_scenario
 from model_tests.targets import Output, run_scenario
@@ -47,37 +54,47 @@ UNEXPLAINED: Final = "unexplained"
 def generate_scenarios(
     strategy: st.SearchStrategy[dict[str, Any]], n: int, seed_value: int
 ) -> list[dict[str, Any]]:
-    """``n`` scenarios drawn from ``strategy``, the same ones for the same seed.
+    """``n`` scenarios drawn from ``strategy``: scenario ``i`` is drawn from ``(seed_value, i)``
+    alone, so the first ``n`` scenarios of a seed are the same for every count ``>= n``.
 
-    Hypothesis's generation phase only, with a fixed seed and no example database, so nothing
-    from earlier runs (or other tests) changes what is drawn.
+    Each is one draw of Hypothesis's generator from its own seeded random source (no run of
+    ``@given``, whose examples depend on how many are asked for, and whose first is always
+    the simplest); nothing from earlier runs changes what is drawn. A draw the strategy
+    rejects is drawn again from ``(seed_value, i, attempt)``.
     """
-    drawn: list[dict[str, Any]] = []
+    if n < 0:
+        raise ValueError(f"n: must be >= 0, got {n}")
+    return [_draw(strategy, seed_value, i) for i in range(n)]
 
-    @seed(seed_value)
-    @settings(
-        max_examples=n,
-        database=None,
-        deadline=None,
-        phases=[Phase.generate],
-        suppress_health_check=list(HealthCheck),
-    )
-    @given(strategy)
-    def collect(scenario: dict[str, Any]) -> None:
-        drawn.append(scenario)
 
-    collect()
-    return drawn
+def _draw(strategy: st.SearchStrategy[dict[str, Any]], seed_value: int, i: int) -> dict[str, Any]:
+    for attempt in range(_ATTEMPTS):
+        source = random.Random(
+            f"{seed_value}:{i}" if attempt == 0 else f"{seed_value}:{i}:{attempt}"
+        )
+        data = ConjectureData(random=source)
+        try:
+            # Some strategies (st.data(), st.composite's helpers) need a build context.
+            with BuildContext(data, wrapped_test=_draw):
+                return data.draw(strategy)
+        except (StopTest, UnsatisfiedAssumption):
+            continue
+    raise ValueError(f"strategy: no valid draw for scenario {i} in {_ATTEMPTS} attempts")
+
+
+#: How many times :func:`generate_scenarios` redraws a rejected draw.
+_ATTEMPTS: Final = 100
 
 
 @dataclass(frozen=True, slots=True)
 class Finding:
-    """One behaviour: the divergences that share an explanation, with a minimal scenario.
+    """One behaviour: the divergences whose minimal scenarios share an explanation, with one of
+    those minimal scenarios.
 
-    ``key`` names the group (:attr:`Explanation.key`, or ``unexplained: <op>`` with the op at
-    which even every relaxation together fails), ``count`` how many of the run's scenarios
-    showed it, ``scenario`` the shrunk scenario (JSON), ``outputs`` the endpoint's outputs on it
-    and ``model`` the model's, ``explanation`` the oracle's on it.
+    ``key`` names the explanation (:func:`group_key`), ``count`` how many of the run's scenarios
+    showed it, ``scenario`` the shrunk scenario (JSON, without the drain the kit adds:
+    :attr:`drain`), ``outputs`` the endpoint's outputs on it and ``model`` the model's (both
+    with the drain's), ``explanation`` the oracle's on it, ``admitted`` the profile's verdict.
     """
 
     key: str
@@ -94,6 +111,21 @@ class Finding:
     def relaxations(self) -> frozenset[Relaxation]:
         """Every relaxation named by the minimal sets (empty when unexplained)."""
         return frozenset(r for s in self.explanation.sets for r in s)
+
+    @property
+    def no_verdict(self) -> bool:
+        """Not admitted, and not decided either: a search ran out of budget."""
+        return not self.admitted and bool(self.explanation.exhausted)
+
+    @property
+    def drain(self) -> list[list[Any]]:
+        """The ops the kit ran after the scenario's (:func:`oracle.drain_ops`), as JSON."""
+        return drain_ops(self.scenario) if len(self.outputs) > len(self.scenario["ops"]) else []
+
+
+#: :attr:`KitRun.verdict`'s values.
+ADMITTED: Final = "admitted"
+NOT_ADMITTED: Final = "not admitted"
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,14 +148,26 @@ class KitRun:
         return all(f.admitted for f in self.findings)
 
     @property
+    def verdict(self) -> str:
+        """:data:`ADMITTED`, :data:`NOT_ADMITTED` (some finding is, definitely: it wins), or
+        :data:`oracle.NO_VERDICT` (some finding could not be decided within the budget)."""
+        if any(not f.admitted and not f.no_verdict for f in self.findings):
+            return NOT_ADMITTED
+        if any(f.no_verdict for f in self.findings):
+            return NO_VERDICT
+        return ADMITTED
+
+    @property
     def queue_type(self) -> str:
         return "FIFO" if self.fifo else "standard"
 
 
 def group_key(explanation: Explanation) -> str:
-    """The group of a run: its explanation's key; for an unexplained run, also the op at
-    which every relaxation together fails (different failures are different behaviours)."""
-    if explanation.unexplained:
+    """The name of a run's explanation: its key (:attr:`Explanation.key`: ``lost`` when a
+    message was lost, ``no verdict`` when the search ran out of budget); for any other
+    unexplained run, also the op at which every relaxation together fails (different failures
+    are different behaviours)."""
+    if explanation.unexplained and not (explanation.lost or explanation.no_verdict):
         op = explanation.relaxed.op
         name = op[0] if isinstance(op, list) and op else "?"
         return f"{UNEXPLAINED}: {name}"
@@ -137,6 +181,32 @@ def _keeps(key: str) -> Callable[[Scenario, Sequence[Output]], bool]:
         return group_key(explain(scenario, outputs)) == key
 
     return keep
+
+
+#: Batch ops by the op they batch: a scenario's *skeleton* names its ops this way.
+_SINGLE: Final = {
+    "enqueue_batch": "enqueue",
+    "reserve_batch": "reserve",
+    "ack_batch": "ack",
+    "extend_batch": "extend",
+}
+
+
+def _skeleton(scenario: Scenario) -> tuple[str, ...]:
+    """The names of a scenario's ops, a batch named as its single op."""
+    names = (to_json_op[0] for to_json_op in to_json(scenario)["ops"])
+    return tuple(_SINGLE.get(n, n) for n in names)
+
+
+def _contains(whole: tuple[str, ...], part: tuple[str, ...]) -> bool:
+    """Whether ``part`` is a subsequence of ``whole``."""
+    it = iter(whole)
+    return all(name in it for name in part)
+
+
+def _first_op(explanation: Explanation) -> str:
+    op = explanation.strict.op
+    return str(op[0]) if isinstance(op, list) and op else "?"
 
 
 def run_kit(
@@ -153,64 +223,79 @@ def run_kit(
     source: str = "generated",
     labels: Sequence[str] | None = None,
 ) -> KitRun:
-    """Run every scenario with ``run``, explain each, group the divergences, shrink one per
-    group (keeping its group; ``valid`` keeps shrunk scenarios inside the profile).
+    """Run every scenario, followed by its drain (:func:`oracle.with_drain`), with ``run``;
+    explain each; group the divergences by their *minimal* explanation; shrink one scenario
+    per group (keeping its explanation; ``valid`` keeps shrunk scenarios inside the profile).
+
+    Grouping: the divergences are first sorted by their explanation (:func:`group_key`); the
+    smallest of a sort is shrunk, and its minimal scenario names a group: that explanation,
+    the op where it first departs from the model, and its *skeleton* (its ops' names, a
+    batch as its single op). Every scenario of the sort whose ops contain that skeleton (in
+    order) joins the group; the smallest left is shrunk next, and so on, so two different
+    behaviours that one relaxation set (or none) explains, such as two bugs that each deliver
+    a message the model deduplicated, are two groups, each with its minimal scenario. Without
+    shrinking, a sort is one group.
 
     With ``labels`` (one per scenario: what it was written to show, as :data:`PROBES`) every
     divergent scenario is its own finding, labelled, in the given order, as written.
     """
     if labels is not None and len(labels) != len(scenarios):
         raise ValueError(f"labels: {len(labels)} labels for {len(scenarios)} scenarios")
-    groups: dict[str, list[Scenario]] = {}
+
+    def drained(scenario: Scenario) -> list[Output]:
+        return run(with_drain(scenario))
+
+    def finding(
+        key: str, count: int, scenario: Scenario, outputs: list[Output], label: str | None = None
+    ) -> Finding:
+        e = explain(scenario, outputs)
+        return Finding(
+            key=key,
+            count=count,
+            scenario=to_json(scenario),
+            outputs=outputs,
+            model=run_scenario(with_drain(scenario), "model"),
+            explanation=e,
+            admitted=profile.admits(e),
+            label=label,
+        )
+
+    sorts: dict[str, list[Scenario]] = {}
     conforming = 0
     findings: list[Finding] = []
     for i, raw in enumerate(scenarios):
         parsed = parse_scenario(raw)
-        outputs = run(parsed)
+        outputs = drained(parsed)
         e = explain(parsed, outputs)
         if e.conforms:
             conforming += 1
         elif labels is not None:
-            findings.append(
-                Finding(
-                    key=group_key(e),
-                    count=1,
-                    scenario=to_json(parsed),
-                    outputs=outputs,
-                    model=run_scenario(parsed, "model"),
-                    explanation=e,
-                    admitted=profile.admits(e),
-                    label=labels[i],
-                )
-            )
+            findings.append(finding(group_key(e), 1, parsed, outputs, labels[i]))
         else:
-            groups.setdefault(group_key(e), []).append(parsed)
-    for key, members in groups.items():
-        smallest = min(members, key=lambda s: len(s.ops))
-        minimal = smallest
-        if shrink_findings:
-            minimal = shrink(
-                smallest,
-                run,
-                _keeps(key),
-                valid=valid,
-                max_runs=max_runs,
-            )
-        outputs = run(minimal)
-        e = explain(minimal, outputs)
-        findings.append(
-            Finding(
-                key=key,
-                count=len(members),
-                scenario=to_json(minimal),
-                outputs=outputs,
-                model=run_scenario(minimal, "model"),
-                explanation=e,
-                admitted=profile.admits(e),
-            )
-        )
+            sorts.setdefault(group_key(e), []).append(parsed)
+    for key, members in sorts.items():
+        pending = sorted(members, key=lambda s: len(s.ops))
+        groups: dict[tuple[str, str, tuple[str, ...]], tuple[Scenario, list[Output], int]] = {}
+        while pending:
+            minimal = pending[0]
+            if shrink_findings:
+                minimal = shrink(minimal, drained, _keeps(key), valid=valid, max_runs=max_runs)
+                skeleton = _skeleton(minimal)
+                joined = [m for m in pending if _contains(_skeleton(m), skeleton)] or pending[:1]
+            else:
+                joined = pending
+            pending = [m for m in pending if not any(m is j for j in joined)]
+            outputs = drained(minimal)
+            name = (key, _first_op(explain(minimal, outputs)), _skeleton(minimal))
+            if name in groups:
+                first, first_outputs, count = groups[name]
+                groups[name] = (first, first_outputs, count + len(joined))
+            else:
+                groups[name] = (minimal, outputs, len(joined))
+        for minimal, outputs, count in groups.values():
+            findings.append(finding(key, count, minimal, outputs))
     if labels is None:
-        findings.sort(key=lambda f: (f.key.startswith(UNEXPLAINED), -f.count, f.key))
+        findings.sort(key=lambda f: (_last(f.key), -f.count, f.key))
     return KitRun(
         endpoint=endpoint,
         fifo=fifo,
@@ -221,6 +306,11 @@ def run_kit(
         findings=tuple(findings),
         source=source,
     )
+
+
+def _last(key: str) -> bool:
+    """Whether a finding sorts after the explained ones (unexplained, lost, no verdict)."""
+    return key.startswith(UNEXPLAINED) or key in (LOST, NO_VERDICT)
 
 
 # =============================================================================================
@@ -242,12 +332,16 @@ def summary(run: KitRun) -> str:
     ]
     width = max((len(f.key) for f in run.findings), default=0)
     for f in run.findings:
-        admitted = "admitted" if f.admitted else "NOT admitted"
+        admitted = _status(f)
         lines.append(f"  {f.key:<{width}}  {f.count:>4}  {admitted:<12}  {_first(f)}")
         lines.append(f"  {'':<{width}}        minimal: {json_line(f.scenario)}")
-    verdict = "admitted" if run.admitted else "NOT admitted"
+    verdict = {NOT_ADMITTED: "NOT admitted", NO_VERDICT: "no verdict"}.get(run.verdict, ADMITTED)
     lines.append(f"verdict: {verdict} by profile {run.profile.name}")
     return "\n".join(lines)
+
+
+def _status(f: Finding) -> str:
+    return ADMITTED if f.admitted else "no verdict" if f.no_verdict else "NOT admitted"
 
 
 def _what(run: KitRun) -> str:
@@ -316,10 +410,12 @@ def _behaviour_details(run: KitRun, anchor: str) -> list[str]:
                 lines.append(f"- {r.name}: {r.meaning}.")
         if not f.relaxations:
             lines.append(f"- {_cell(str(f.explanation.relaxed))}.")
+        drain = [f"# then the kit's drain: {_compact(f.drain)}"] if f.drain else []
         lines += [
             "",
             "```",
             json_line(f.scenario),
+            *drain,
             f"# {run.endpoint}: {_compact(f.outputs)}",
             f"# model:  {_compact(f.model)}",
             "```",
@@ -349,8 +445,9 @@ def markdown(run: KitRun, *, heading: str = "#", anchor: str = "behaviour") -> s
         lines += _behaviour_table(run, anchor)
         lines += [
             "",
-            "Each minimal scenario runs as it is with `python -m model_tests.harness --target "
-            "model` (the model's outputs) and, through the kit, on the endpoint "
+            "Each minimal scenario runs as it is, followed by the drain the kit adds (shown "
+            "below it), with `python -m model_tests.harness --target model` (the model's "
+            "outputs) and, through the kit, on the endpoint "
             "(`python -m model_tests.conformance --endpoint ... --scenario-file F`).",
             "",
         ]
@@ -396,8 +493,22 @@ python -m model_tests.conformance --endpoint moto-server --fifo   # a ThreadedMo
 python -m model_tests.conformance --endpoint https://sqs.eu-west-1.amazonaws.com --scenarios 20
 ```
 
-Exit status: 0 when the profile admits everything seen, 1 when it does not. `--report PATH`
-writes a page like the sections below for one endpoint and queue type.
+Exit status: 0 when the profile admits everything seen, 1 when some divergence is not
+admitted, 2 for an error or when the oracle's search ran out of budget before a verdict ("no
+verdict"). `--report PATH` writes a page like the sections below for one endpoint and queue
+type. The scenarios of a seed nest: the first *n* of `--scenarios N` are the same for every
+`N >= n`, so a short CI run is a prefix of a longer one.
+
+**Nothing lost is admitted.** Every scenario ends with a *drain* the kit adds: time moves past
+every timer the scenario set, then receives of 10 (per queue; on a standard queue they hide
+what they deliver, on a FIFO queue they use visibility 0 so each group's head comes back)
+until every message must have come out, then the dead-letter queue is read. After it, every
+message accepted and not deleted, purged or dead-lettered must have been delivered (on a FIFO
+queue: every message a drain receive had to deliver), or the run is `lost`, which no profile
+admits. A relaxation may delay a message, never lose it: `SHORT_POLL_SAMPLES` lets a receive
+pass over a message once, and the next receive of its queue must deliver it (AWS: "if you
+have fewer than 1,000 messages in your queue, a subsequent request will return your
+messages"), in the drain and everywhere else.
 
 ## Running against a real endpoint
 
@@ -405,9 +516,10 @@ A URL endpoint (real SQS, ElasticMQ, LocalStack) is never run in CI. Before you 
 (details in the docstring of `model_tests/conformance/sqs.py`):
 
 1. **Credentials and region**: the usual boto3 chain (`AWS_PROFILE`, or `AWS_ACCESS_KEY_ID` and
-   `AWS_SECRET_ACCESS_KEY`; `AWS_REGION`), and the region's URL. The principal needs
-   `sqs:CreateQueue`, `GetQueueAttributes`, `SendMessage`, `ReceiveMessage`, `DeleteMessage`,
-   `ChangeMessageVisibility`, `PurgeQueue`, `DeleteQueue` on queues named `kit-*`.
+   `AWS_SECRET_ACCESS_KEY`; the region in `AWS_DEFAULT_REGION`), and the region's URL. The
+   principal needs `sqs:CreateQueue`, `GetQueueAttributes`, `SendMessage`, `ReceiveMessage`,
+   `DeleteMessage`, `ChangeMessageVisibility`, `PurgeQueue`, `DeleteQueue` on queues named
+   `kit-*`.
 2. **Costs**: every op is one request or more (`purge` two, `dead` two or more), plus two or
    three per queue created and deleted: tens of requests per scenario. Time is real
    (`advance` sleeps), so 20 scenarios take minutes.
