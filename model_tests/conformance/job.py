@@ -181,6 +181,7 @@ def preamble(
     """Print, before anything is created, where the run goes (account and region, by STS), the
     queues it creates and deletes and the requests it makes at most; the same as data."""
     from model_tests.conformance.local import is_local
+    from model_tests.conformance.oracle import with_drain
     from model_tests.conformance.plan import plan
     from model_tests.conformance.sqs import caller_identity
     from model_tests.scenario_format import parse_scenario
@@ -201,7 +202,8 @@ def preamble(
     else:
         who = f"account {account} ({identity})"
     print(f"endpoint {endpoint} ({where}): {who}, region {opened.region}", flush=True)
-    made = plan([parse_scenario(s) for s in scenarios], _reruns(shrink_findings))
+    # Each scenario runs with the drain the kit adds after it: its requests count too.
+    made = plan([with_drain(parse_scenario(s)) for s in scenarios], _reruns(shrink_findings))
     for line in made.lines(opened.prefix, fifo):
         print(line, flush=True)
     return {

@@ -28,7 +28,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from model_tests.conformance.oracle import RELAXATIONS, Explanation
+from model_tests.conformance.oracle import RELAXATIONS
 from model_tests.conformance.report import Finding, KitRun
 
 CONFORMS: Final = 0
@@ -44,9 +44,8 @@ _NOT_XML: Final = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010f
 
 def no_verdict(finding: Finding) -> bool:
     """Whether the oracle gave up on ``finding`` (its search outgrew the budget) instead of
-    judging it: unexplained only because nothing was decided."""
-    e: Explanation = finding.explanation
-    return e.unexplained and (e.relaxed.exhausted or e.strict.exhausted)
+    judging it (:attr:`report.Finding.no_verdict`)."""
+    return finding.no_verdict
 
 
 def finding_status(finding: Finding) -> int:
@@ -126,6 +125,7 @@ def _finding(f: Finding) -> dict[str, Any]:
             "allowed": list(strict.allowed),
         },
         "scenario": f.scenario,
+        "drain": f.drain,
         "outputs": f.outputs,
         "model": f.model,
     }
@@ -186,6 +186,7 @@ def _details(f: Finding) -> str:
             f"{_compact(strict.observed)}, the model allows "
             f"{' or '.join(_compact(a) for a in strict.allowed) or 'nothing'}",
             f"minimal scenario: {_compact(f.scenario)}",
+            f"then the kit's drain: {_compact(f.drain)}",
             f"endpoint: {_compact(f.outputs)}",
             f"model:    {_compact(f.model)}",
             f"relaxed: {f.explanation.relaxed}",
