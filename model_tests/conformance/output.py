@@ -28,6 +28,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from model_tests.conformance import oracle, report
 from model_tests.conformance.oracle import RELAXATIONS
 from model_tests.conformance.report import Finding, KitRun
 
@@ -57,12 +58,13 @@ def finding_status(finding: Finding) -> int:
 
 
 def run_status(run: KitRun) -> int:
-    """The worst of the findings' statuses, a definite "not admitted" before "no verdict"."""
-    statuses = {finding_status(f) for f in run.findings}
-    for s in (NOT_ADMITTED, NO_VERDICT):
-        if s in statuses:
-            return s
-    return CONFORMS
+    """The status of :attr:`report.KitRun.verdict`: a definite "not admitted" wins over
+    "no verdict"."""
+    return {
+        report.ADMITTED: CONFORMS,
+        report.NOT_ADMITTED: NOT_ADMITTED,
+        oracle.NO_VERDICT: NO_VERDICT,
+    }[run.verdict]
 
 
 @dataclass(frozen=True, slots=True)
