@@ -84,7 +84,7 @@ def one_cpu() -> Iterator[bool]:
         setter(0, before)
 
 
-def _timed(producers: list[Callable[[], None]], consumers: list[Callable[[], None]]) -> float:
+def timed(producers: list[Callable[[], None]], consumers: list[Callable[[], None]]) -> float:
     """Run the workers together; the seconds from their common start to the last one's end.
 
     An exception in any worker is raised here after all have been joined.
@@ -115,7 +115,7 @@ def _timed(producers: list[Callable[[], None]], consumers: list[Callable[[], Non
     return elapsed
 
 
-def _split(n: int, p: int, c: int) -> tuple[int, int]:
+def split(n: int, p: int, c: int) -> tuple[int, int]:
     if n % p or n % c:
         raise ValueError(f"n={n} must be a multiple of both {p} and {c}")
     return n // p, n // c
@@ -123,7 +123,7 @@ def _split(n: int, p: int, c: int) -> tuple[int, int]:
 
 def impl_queue(n: int, p: int, c: int) -> float:
     """Cycles per second of ``impl.Queue`` with ``p`` producers and ``c`` consumers."""
-    per_p, per_c = _split(n, p, c)
+    per_p, per_c = split(n, p, c)
     q: Queue[str] = Queue(visibility_timeout=3600.0)
 
     def produce() -> None:
@@ -135,7 +135,7 @@ def impl_queue(n: int, p: int, c: int) -> float:
             q.delete(q.receive(timeout=WAIT).receipt)
 
     try:
-        elapsed = _timed([produce] * p, [consume] * c)
+        elapsed = timed([produce] * p, [consume] * c)
         done = q.stats().done
     finally:
         q.close()
@@ -161,7 +161,7 @@ class BatchRun:
 def impl_batch_run(n: int, p: int, c: int, size: int = MAX_BATCH) -> BatchRun:
     """``n`` messages through ``impl.Queue`` in batches of ``size``: ``p`` producers
     ``send_batch``, ``c`` consumers ``receive_batch(size)`` + ``delete_batch``."""
-    per_p, per_c = _split(n, p, c)
+    per_p, per_c = split(n, p, c)
     if per_p % size:
         raise ValueError(f"n={n} must be a multiple of {p} producers x batches of {size}")
     q: Queue[str] = Queue(visibility_timeout=3600.0)
@@ -187,7 +187,7 @@ def impl_batch_run(n: int, p: int, c: int, size: int = MAX_BATCH) -> BatchRun:
         return consume
 
     try:
-        elapsed = _timed([producer(ids) for ids in sent], [consumer(out) for out in got])
+        elapsed = timed([producer(ids) for ids in sent], [consumer(out) for out in got])
         done = q.stats().done
     finally:
         q.close()
@@ -210,7 +210,7 @@ def impl_batch(n: int, p: int, c: int) -> float:
 
 def stdlib_queue(n: int, p: int, c: int) -> float:
     """Cycles per second of ``queue.Queue`` (put; get + task_done) in the same configuration."""
-    per_p, per_c = _split(n, p, c)
+    per_p, per_c = split(n, p, c)
     q: queue.Queue[str] = queue.Queue()
 
     def produce() -> None:
@@ -222,7 +222,7 @@ def stdlib_queue(n: int, p: int, c: int) -> float:
             q.get(timeout=WAIT)
             q.task_done()
 
-    elapsed = _timed([produce] * p, [consume] * c)
+    elapsed = timed([produce] * p, [consume] * c)
     if q.unfinished_tasks:
         raise RuntimeError(f"queue.Queue left {q.unfinished_tasks} tasks unfinished")
     return n / elapsed
@@ -234,7 +234,7 @@ def persist_queue(pq: ModuleType, n: int, p: int, c: int) -> float:
     ``get(raw=True)`` returns the row id, so ``ack(id=...)`` names the row directly instead of
     searching the unacknowledged items for the body object.
     """
-    per_p, per_c = _split(n, p, c)
+    per_p, per_c = split(n, p, c)
     q: Any = pq.SQLiteAckQueue(path=":memory:", multithreading=True, auto_resume=False)
 
     def produce() -> None:
@@ -247,7 +247,7 @@ def persist_queue(pq: ModuleType, n: int, p: int, c: int) -> float:
             q.ack(id=item["pqid"])
 
     try:
-        elapsed = _timed([produce] * p, [consume] * c)
+        elapsed = timed([produce] * p, [consume] * c)
         acked = q.acked_count()
     finally:
         q.close()
@@ -262,7 +262,7 @@ def moto_sqs(moto: ModuleType, boto3: ModuleType, n: int, p: int, c: int) -> flo
     Consumers long-poll (``WaitTimeSeconds=1``), as SQS clients should, so an empty queue does
     not make them spin.
     """
-    per_p, per_c = _split(n, p, c)
+    per_p, per_c = split(n, p, c)
     with moto.mock_aws():
         # Dummy credentials for the mock: nothing leaves the process.
         sqs: Any = boto3.client(
@@ -290,4 +290,4 @@ def moto_sqs(moto: ModuleType, boto3: ModuleType, n: int, p: int, c: int) -> flo
                     sqs.delete_message(QueueUrl=url, ReceiptHandle=m["ReceiptHandle"])
                     got += 1
 
-        return n / _timed([produce] * p, [consume] * c)
+        return n / timed([produce] * p, [consume] * c)

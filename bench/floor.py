@@ -10,9 +10,10 @@ from one run, not with estimates:
   messages and receipts. It is not a queue anyone should use (a bad argument corrupts it); it
   is the floor under what ``impl.Queue`` must do per message.
 - The cycle (send, receive with a timeout, delete; visibility timeout of an hour) of
-  ``queue.Queue``, the floor and ``impl.Queue``: in one thread (the work itself) and with one
-  producer and one consumer thread pinned to one CPU (``bench.cycle.one_cpu``), each as a ratio
-  to ``queue.Queue`` in the same run.
+  ``queue.Queue``, the floor and ``impl.Queue``: in one thread (the work itself), and pinned to
+  one CPU (``bench.cycle.one_cpu``) with one producer and one consumer, with four of each, and
+  with four of each in batches of ten (``queue.Queue`` one message at a time, as the batch
+  baseline of ``python -m bench``), each as a ratio to ``queue.Queue`` in the same run.
 - Bytes per in-flight message of the floor and of ``impl.Queue`` (``tracemalloc``), and
   ``impl.Queue``'s bytes taken apart object by object (``sys.getsizeof`` of the parts one
   in-flight message holds; containers at their measured per-entry cost).
@@ -38,10 +39,12 @@ import time
 import tracemalloc
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Final
 
-from bench.cycle import BODY, WAIT, _timed, one_cpu
+from bench.cycle import BODY, WAIT, one_cpu, split, timed
 from impl.clock import FakeClock
+from impl.core import MAX_BATCH
+from impl.message import Entry
 from impl.queue import Queue
 
 #: The visibility timeout of every cycle: an hour, so nothing expires and no sweep runs.
@@ -110,56 +113,135 @@ class FloorQueue:
             self.done.add(rec.id)
             return True
 
+    # The batches: one lock round trip for up to ten messages, as impl.Queue's.
 
-# -- the cycle ----------------------------------------------------------------------------------
+    def send_batch(self, bodies: Sequence[str]) -> list[str]:
+        with self.mutex:
+            ids = [f"msg-{i}" for i in itertools.islice(self.ids, len(bodies))]
+            self.accepted.update(ids)
+            for id, body in zip(ids, bodies, strict=True):
+                self.visible[id] = _Rec(id, body)
+            for _ in ids:
+                self.not_empty.notify()
+            return ids
+
+    def receive_batch(self, n: int, timeout: float) -> list[tuple[str, str, int, tuple[str, int]]]:
+        with self.mutex:
+            if not self.visible:
+                end = time.monotonic() + timeout
+                while not self.visible:
+                    if not self.not_empty.wait(end - time.monotonic()):
+                        raise queue.Empty
+            deadline = time.monotonic() + self.vt
+            out = []
+            for _ in range(min(n, len(self.visible))):
+                _, rec = self.visible.popitem(last=False)
+                rec.attempt += 1
+                self.started += 1
+                rec.seq = self.started
+                rec.deadline = deadline
+                self.in_flight[rec.id] = rec
+                heapq.heappush(self.timers, (deadline, rec.seq, rec.id, rec.attempt))
+                out.append((rec.id, rec.body, rec.attempt, (rec.id, rec.attempt)))
+            return out
+
+    def delete_batch(self, receipts: Sequence[tuple[str, int]]) -> list[bool]:
+        with self.mutex:
+            results = []
+            for id, attempt in receipts:
+                rec = self.in_flight.get(id)
+                ok = rec is not None and rec.attempt == attempt
+                if ok:
+                    del self.in_flight[id]
+                    self.done.add(id)
+                results.append(ok)
+            return results
 
 
-def _cycles(kind: str, n: int) -> tuple[Callable[[], None], Callable[[], None], Callable[[], int]]:
-    """The producer, the consumer and a count of finished cycles for ``kind``."""
+# -- the workloads ------------------------------------------------------------------------------
+
+KINDS = ("queue.Queue", "floor", "impl.Queue")
+Work = Callable[[], None]
+
+
+def _workload(
+    kind: str, n: int, p: int, c: int, batch: bool
+) -> tuple[list[Work], list[Work], Callable[[], int]]:
+    """``p`` producers and ``c`` consumers moving ``n`` messages through ``kind`` (one at a
+    time, or with ``batch`` in tens: ``queue.Queue``, which has no batches, still moves one at a
+    time, as ``python -m bench``'s batch baseline does), and a count of the finished cycles."""
+    per_p, per_c = split(n, p, c)
+    if batch and per_p % MAX_BATCH:
+        raise ValueError(f"n={n} must be a multiple of {p} producers x batches of {MAX_BATCH}")
     if kind == "queue.Queue":
         sq: queue.Queue[str] = queue.Queue()
 
         def produce_s() -> None:
-            for _ in range(n):
+            for _ in range(per_p):
                 sq.put(BODY)
 
         def consume_s() -> None:
-            for _ in range(n):
+            for _ in range(per_c):
                 sq.get(timeout=WAIT)
                 sq.task_done()
 
-        return produce_s, consume_s, lambda: n - sq.unfinished_tasks
+        return [produce_s] * p, [consume_s] * c, lambda: n - sq.unfinished_tasks
     if kind == "floor":
         fq = FloorQueue(HOUR)
+        if batch:
 
-        def produce_f() -> None:
-            for _ in range(n):
-                fq.send(BODY)
+            def produce_f() -> None:
+                for _ in range(per_p // MAX_BATCH):
+                    fq.send_batch([BODY] * MAX_BATCH)
 
-        def consume_f() -> None:
-            for _ in range(n):
-                fq.delete(fq.receive(WAIT)[3])
+            def consume_f() -> None:
+                left = per_c
+                while left:
+                    got = fq.receive_batch(min(MAX_BATCH, left), WAIT)
+                    fq.delete_batch([m[3] for m in got])
+                    left -= len(got)
 
-        return produce_f, consume_f, lambda: len(fq.done)
+        else:
+
+            def produce_f() -> None:
+                for _ in range(per_p):
+                    fq.send(BODY)
+
+            def consume_f() -> None:
+                for _ in range(per_c):
+                    fq.delete(fq.receive(WAIT)[3])
+
+        return [produce_f] * p, [consume_f] * c, lambda: len(fq.done)
     iq: Queue[str] = Queue(visibility_timeout=HOUR)
+    if batch:
 
-    def produce_i() -> None:
-        for _ in range(n):
-            iq.send(BODY)
+        def produce_i() -> None:
+            for _ in range(per_p // MAX_BATCH):
+                iq.send_batch([Entry(BODY) for _ in range(MAX_BATCH)])
 
-    def consume_i() -> None:
-        for _ in range(n):
-            iq.delete(iq.receive(timeout=WAIT).receipt)
+        def consume_i() -> None:
+            left = per_c
+            while left:
+                got = iq.receive_batch(min(MAX_BATCH, left), timeout=WAIT)
+                iq.delete_batch([m.receipt for m in got])
+                left -= len(got)
+
+    else:
+
+        def produce_i() -> None:
+            for _ in range(per_p):
+                iq.send(BODY)
+
+        def consume_i() -> None:
+            for _ in range(per_c):
+                iq.delete(iq.receive(timeout=WAIT).receipt)
 
     def done() -> int:
         d = iq.stats().done
         iq.close()
         return d
 
-    return produce_i, consume_i, done
-
-
-KINDS = ("queue.Queue", "floor", "impl.Queue")
+    return [produce_i] * p, [consume_i] * c, done
 
 
 def one_thread(kind: str, n: int) -> float:
@@ -197,23 +279,23 @@ def one_thread(kind: str, n: int) -> float:
     return n / elapsed
 
 
-def threaded(kind: str, n: int) -> float:
-    """Cycles per second of ``kind`` with one producer and one consumer thread."""
-    produce, consume, done = _cycles(kind, n)
-    elapsed = _timed([produce], [consume])
+def threaded(kind: str, n: int, p: int = 1, c: int = 1, batch: bool = False) -> float:
+    """Cycles (messages) per second of ``kind`` with ``p`` producer and ``c`` consumer threads."""
+    producers, consumers, done = _workload(kind, n, p, c, batch)
+    elapsed = timed(producers, consumers)
     finished = done()
     if finished != n:
         raise RuntimeError(f"{kind} finished {finished} of {n} cycles")
     return n / elapsed
 
 
-def _best(measure: Callable[[str, int], float], n: int, repeat: int) -> dict[str, float]:
+def _best(measure: Callable[[str], float], repeat: int) -> dict[str, float]:
     """The best of ``repeat`` rounds for each kind, the kinds interleaved within each round so
     that a change in the machine's load reaches all of them alike."""
     best = dict.fromkeys(KINDS, 0.0)
     for _ in range(repeat):
         for kind in KINDS:
-            best[kind] = max(best[kind], measure(kind, n))
+            best[kind] = max(best[kind], measure(kind))
     return best
 
 
@@ -327,26 +409,39 @@ def profile(n: int, top: int = 12) -> list[tuple[str, float]]:
 
 
 def run(n: int, repeat: int) -> dict[str, Any]:
-    alone = _best(one_thread, n, repeat)
+    """Every figure of the report; ``n`` is rounded up to a multiple of 40 (4 producers x
+    batches of ten)."""
+    n = -(-n // 40) * 40
+    alone = _best(lambda kind: one_thread(kind, n), repeat)
     with one_cpu():
-        pinned = _best(threaded, n, repeat)
+        pinned = _best(lambda kind: threaded(kind, n), repeat)
+        pinned4 = _best(lambda kind: threaded(kind, n, 4, 4), repeat)
+        batch4 = _best(lambda kind: threaded(kind, n, 4, 4, batch=True), repeat)
     return {
         "n": n,
         "repeat": repeat,
         "one_thread": alone,
         "one_cpu_1x1": pinned,
+        "one_cpu_4x4": pinned4,
+        "one_cpu_4x4_batch": batch4,
         "memory": {"floor": floor_memory(n), "impl.Queue": impl_memory(n)},
         "impl_parts": impl_parts(n),
         "profile": profile(min(n, 20_000)),
     }
 
 
+#: The cycle figures of :func:`run`, by key, and their titles in the report.
+TITLES: Final = {
+    "one_thread": "one thread",
+    "one_cpu_1x1": "1 producer / 1 consumer, one CPU",
+    "one_cpu_4x4": "4 producers / 4 consumers, one CPU",
+    "one_cpu_4x4_batch": "4 / 4 in batches of ten (queue.Queue: one at a time), one CPU",
+}
+
+
 def text(result: dict[str, Any]) -> str:
     lines = [f"cycles: send + receive + delete, n={result['n']}, best of {result['repeat']}"]
-    for key, title in (
-        ("one_thread", "one thread"),
-        ("one_cpu_1x1", "1 producer / 1 consumer, one CPU"),
-    ):
+    for key, title in TITLES.items():
         fig = result[key]
         base = fig["queue.Queue"]
         lines.append(f"  {title}:")

@@ -42,8 +42,8 @@ def test_the_report_has_every_figure_and_the_parts_add_up(tmp_path: Path) -> Non
     out = tmp_path / "floor.json"
     assert floor.main(["-n", "300", "--repeat", "1", "--json", str(out)]) == 0
     result = json.loads(out.read_text())
-    for key in ("one_thread", "one_cpu_1x1"):
-        assert set(result[key]) == set(floor.KINDS)
+    for key in floor.TITLES:
+        assert set(result[key]) == set(floor.KINDS), key
         assert all(v > 0 for v in result[key].values())
     assert result["memory"]["floor"] > 0 and result["memory"]["impl.Queue"] > 0
     parts = result["impl_parts"]
@@ -53,3 +53,12 @@ def test_the_report_has_every_figure_and_the_parts_add_up(tmp_path: Path) -> Non
     shares = [share for _, share in result["profile"]]
     assert shares == sorted(shares, reverse=True) and 0 < sum(shares) <= 1
     assert any("core.py:check" in where for where, _ in result["profile"])
+
+
+def test_the_floor_batches_deliver_in_order_and_delete_only_live_receipts() -> None:
+    q = floor.FloorQueue(visibility_timeout=floor.HOUR)
+    ids = q.send_batch(["A", "B", "C"])
+    got = q.receive_batch(2, timeout=1.0)
+    assert [(m[0], m[1], m[2]) for m in got] == [(ids[0], "A", 1), (ids[1], "B", 1)]
+    assert q.delete_batch([got[0][3], (ids[1], 7), got[0][3]]) == [True, False, False]
+    assert list(q.visible) == [ids[2]] and set(q.in_flight) == {ids[1]}
