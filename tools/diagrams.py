@@ -395,7 +395,7 @@ EXPLORER_TRACES = (
         "(attempt 2). c1 finishes and deletes with its stale receipt (a,1): the spec makes no "
         "step. c2 deletes with (a,2). Both did the work: a is processed twice, and every "
         "invariant of the queue holds throughout: delivery is at-least-once, and exactly-once "
-        "is the consumer's job (watch held and finished below).",
+        "is the consumer's job (watch held and finished under the queue's state).",
     ),
     ExplorerTrace(
         "delete_by_id",
