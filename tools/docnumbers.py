@@ -27,7 +27,14 @@ and ``<!-- end: KEY -->``. :func:`facts` and :func:`block` compute both:
   ``checks.KEY.wall``, ``checks.KEY.cpu``, ``checks.KEY.tests`` for each key of :data:`CHECKS`;
 - from the recorded mutation run :data:`MUTATION_RUN`: ``mutation.total``, ``mutation.killed``,
   ``mutation.timeout``, ``mutation.survived``, ``mutation.percent``, ``mutation.minutes``, ...
-  (:func:`mutation_facts`), and ``mutation.first.*`` for the first full run.
+  (:func:`mutation_facts`), and ``mutation.first.*`` for the first full run;
+- from the benchmarks: the sizes of a full ``python -m bench`` run (``bench.size.FIELD``, from
+  ``bench.suite.FULL``); the recorded run :data:`BENCH_RUN` (``python -m bench --json``):
+  ``bench.ROW.value``, ``.baseline``, ``.ratio`` of each measured row, as the report prints
+  them (:func:`bench_facts`), and the block ``bench-run`` (its table, notes and context line);
+  the recorded floor run :data:`FLOOR_RUN` (``python -m bench.floor --json``, printed in
+  :data:`FLOOR_TEXT`): ``floor.*`` (:func:`floor_facts`); the recorded instruction counts
+  :data:`ICOUNT_RUN`: ``icount.PROGRAM.base``, ``.this``, ``.ratio`` (:func:`icount_facts`).
 
     python -m tools.docnumbers            # rewrite every marked number and block in docs/
     python -m tools.docnumbers --check    # write nothing; list what differs, exit 1 if any
@@ -52,7 +59,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 ROOT: Final = Path(__file__).resolve().parents[1]
 DOCS: Final = ROOT / "docs"
@@ -64,6 +71,15 @@ TLA_LARGE_RUN: Final = DOCS / "runs" / "tla-large.txt"
 EXPLORE_RUN: Final = DOCS / "runs" / "spec-explore.txt"
 #: The recorded result of the last mutation run (``scripts/mutation``'s summary).
 MUTATION_RUN: Final = DOCS / "runs" / "mutation.json"
+
+#: The recorded run of ``python -m bench --json`` that ``docs/benchmarks.md`` quotes.
+BENCH_RUN: Final = DOCS / "bench" / "bench.json"
+#: The recorded run of ``python -m bench.floor --json`` (the floor queue beside ``impl.Queue``).
+FLOOR_RUN: Final = DOCS / "bench" / "floor.json"
+#: What that run printed.
+FLOOR_TEXT: Final = DOCS / "runs" / "floor.txt"
+#: The recorded run of ``python -m bench.icount --base REV``.
+ICOUNT_RUN: Final = DOCS / "runs" / "icount.txt"
 
 #: The recorded run of ``python -m model_tests.interrupts`` (signals in a condition's wait).
 INTERRUPTS_RUN: Final = DOCS / "runs" / "interrupts.txt"
@@ -341,6 +357,130 @@ def mutation_facts(record: dict[str, object]) -> dict[str, str]:
     return out
 
 
+def _figure(value: float) -> str:
+    """``value`` as ``python -m bench``'s report prints it (3 significant digits), no commas."""
+    from bench.report import fmt
+
+    return fmt(value).replace(",", "")
+
+
+def bench_facts(record: dict[str, Any]) -> dict[str, str]:
+    """The facts of a recorded ``python -m bench --json`` run: each measured row's value,
+    baseline and ratio; the run's repeat, seconds and load; ``bench.convoy.impl`` and
+    ``bench.convoy.queue``, how many times faster each queue ran at 4/4 threads pinned to one
+    CPU than on every CPU (one decimal)."""
+    out = {
+        "bench.run.repeat": str(record["repeat"]),
+        "bench.run.seconds": f"{record['seconds']:.0f}",
+        "bench.run.cpus": str(record["cpus"]),
+        "bench.run.load_before": f"{record['load_before'][0]:.2f}",
+        "bench.run.load_after": f"{record['load_after'][0]:.2f}",
+    }
+    rows = {row["key"]: row for row in record["rows"]}
+    for key, row in rows.items():
+        if not row["skipped"]:
+            for field in ("value", "baseline", "ratio"):
+                out[f"bench.{key}.{field}"] = _figure(row[field])
+    two, one = rows["cycle_4x4_vs_queue"], rows["cycle_4x4_one_cpu_vs_queue"]
+    out["bench.convoy.impl"] = f"{one['value'] / two['value']:.1f}"
+    out["bench.convoy.queue"] = f"{one['baseline'] / two['baseline']:.1f}"
+    return out
+
+
+def bench_block(record: dict[str, Any]) -> str:
+    """The recorded run as ``python -m bench`` printed it: the table, the notes, the context."""
+    from bench.report import Row, format_notes, format_table
+
+    rows = [Row(**{k: v for k, v in r.items() if k != "skipped"}) for r in record["rows"]]
+    context = (
+        f"{'quick' if record['quick'] else 'full'} run, median of {record['repeat']}, "
+        f"{record['seconds']:.0f} s; Python {record['python']}, {record['cpus']} CPUs, "
+        f"load average {record['load_before'][0]:.2f} before, "
+        f"{record['load_after'][0]:.2f} after"
+    )
+    return f"\n{format_table(rows)}\n\n{format_notes(rows)}\n\n{context}\n\n"
+
+
+#: The floor run's workloads, by the short name of their facts.
+FLOOR_RUNS: Final = {
+    "one_thread": "one_thread",
+    "1x1": "one_cpu_1x1",
+    "4x4": "one_cpu_4x4",
+    "batch": "one_cpu_4x4_batch",
+}
+FLOOR_SYSTEMS: Final = {"queue": "queue.Queue", "floor": "floor", "impl": "impl.Queue"}
+
+
+def floor_facts(record: dict[str, Any]) -> dict[str, str]:
+    """The facts of a recorded ``python -m bench.floor --json`` run, rounded as it prints them:
+    ``floor.RUN.SYSTEM`` (cycles or messages per second) and ``floor.RUN.SYSTEM.ratio`` (to
+    ``queue.Queue``, two decimals) for RUN in ``one_thread``, ``1x1``, ``4x4``, ``batch`` and
+    SYSTEM in ``queue``, ``floor``, ``impl``; ``floor.RUN.impl_floor``; ``floor.memory.floor``,
+    ``floor.memory.impl``, ``floor.part.NAME`` (bytes, one decimal: ``record``, ``receipt``,
+    ``timer``, ``id``, ...) and ``floor.parts.sum``; ``floor.profile.FUNCTION``, the percent
+    of own time of each ``impl/`` function profiled; ``floor.n``, ``floor.repeat``."""
+    out = {"floor.n": str(record["n"]), "floor.repeat": str(record["repeat"])}
+    for short, name in FLOOR_RUNS.items():
+        rates = record[name]
+        for system, full in FLOOR_SYSTEMS.items():
+            out[f"floor.{short}.{system}"] = f"{rates[full]:.0f}"
+            out[f"floor.{short}.{system}.ratio"] = f"{rates[full] / rates['queue.Queue']:.2f}"
+        out[f"floor.{short}.impl_floor"] = f"{rates['impl.Queue'] / rates['floor']:.2f}"
+    out["floor.memory.floor"] = f"{record['memory']['floor']:.1f}"
+    out["floor.memory.impl"] = f"{record['memory']['impl.Queue']:.1f}"
+    parts: dict[str, float] = record["impl_parts"]
+    for part, size in parts.items():
+        out[f"floor.part.{part.split()[0]}"] = f"{size:.1f}"
+    out["floor.parts.sum"] = f"{sum(parts.values()):.1f}"
+    for function, share in record["profile"]:
+        if function.startswith("impl/"):
+            out[f"floor.profile.{function.rpartition(':')[2]}"] = f"{100 * share:.1f}"
+    return out
+
+
+def icount_facts(path: Path) -> dict[str, str]:
+    """The instruction counts of a recorded ``python -m bench.icount`` run: per program, the
+    base revision's count, the tree's and their ratio."""
+    out: dict[str, str] = {}
+    for program, base, this, ratio in re.findall(
+        r"^(\w+)\s+([\d,]+)\s+([\d,]+)\s+([\d.]+)$", path.read_text(), re.M
+    ):
+        out[f"icount.{program}.base"] = base.replace(",", "")
+        out[f"icount.{program}.this"] = this.replace(",", "")
+        out[f"icount.{program}.ratio"] = ratio
+    if not out:
+        raise ValueError(f"{path}: not the output of `python -m bench.icount`")
+    return out
+
+
+def bench_size_facts() -> dict[str, str]:
+    """The sizes of a full ``python -m bench`` run (``bench.suite.FULL``), ints as digits,
+    seconds as ``:g`` (``bench.size.vt_ms`` in milliseconds), ``bench.size.settle``; the limit
+    of each target of ``bench.suite.TARGETS`` (``target.ROW``); and ``python -m bench.leak``'s
+    ``bench.leak.join_bound`` (seconds) and ``bench.leak.rss_slack_mib``."""
+    from dataclasses import fields
+
+    from bench.leak import JOIN_BOUND, MIB, RSS_SLACK
+    from bench.realtime import SETTLE
+    from bench.suite import FULL, TARGETS
+
+    out: dict[str, str] = {}
+    for field in fields(FULL):
+        value = getattr(FULL, field.name)
+        if isinstance(value, float):
+            out[f"bench.size.{field.name}"] = f"{value:g}"
+        elif isinstance(value, int):
+            out[f"bench.size.{field.name}"] = str(value)
+    out["bench.size.vt_ms"] = f"{FULL.vt * 1000:g}"
+    out["bench.size.in_flight.first"] = str(FULL.in_flight[0])
+    out["bench.size.in_flight.last"] = str(FULL.in_flight[-1])
+    out["bench.size.settle"] = f"{SETTLE:g}"
+    out |= {f"target.{key}": f"{t.limit:g}" for key, t in TARGETS.items()}
+    out["bench.leak.join_bound"] = f"{JOIN_BOUND:g}"
+    out["bench.leak.rss_slack_mib"] = f"{RSS_SLACK / MIB:g}"
+    return out
+
+
 @cache
 def facts() -> dict[str, str]:
     """Every fact a page may quote, by key, as its digits (seconds with one decimal)."""
@@ -386,6 +526,10 @@ def facts() -> dict[str, str]:
         if passed:
             out[f"checks.{key}.tests"] = passed.group(1)
     out |= mutation_facts(json.loads(MUTATION_RUN.read_text()))
+    out |= bench_facts(json.loads(BENCH_RUN.read_text()))
+    out |= floor_facts(json.loads(FLOOR_RUN.read_text()))
+    out |= icount_facts(ICOUNT_RUN)
+    out |= bench_size_facts()
     return out
 
 
@@ -394,7 +538,8 @@ def block(key: str) -> str:
     recorded runs' rows of those models; ``file NAME`` the recorded run ``docs/runs/NAME``
     without its ``#`` header lines; ``reduction`` the table of :func:`reduction_table`;
     ``crosshair-contracts`` the contracts' names;
-    ``readme-orders`` the README's reading orders."""
+    ``readme-orders`` the README's reading orders; ``bench-run`` the recorded benchmark run
+    (:func:`bench_block`)."""
     name, *args = key.split()
     if name == "tlc":
         run, large_run = _runs()
@@ -416,6 +561,8 @@ def block(key: str) -> str:
         return "\n" + reduction_table(path) + "\n\n"
     if name == "crosshair-contracts" and not args:
         return ", ".join(f"`{c}`" for c in crosshair_contracts())
+    if name == "bench-run" and not args:
+        return bench_block(json.loads(BENCH_RUN.read_text()))
     if name == "readme-orders" and not args:
         return "; ".join(o[0].lower() + o[1:] for o in readme_orders())
     raise KeyError(f"no generated block named {key!r}")
