@@ -36,6 +36,7 @@ SOURCED_PAGES: Final = (
     "linearizability.md",
     "failure-model.md",
     "index.md",
+    "benchmarks.md",
 )
 
 
@@ -201,26 +202,11 @@ def test_run_times_and_model_counts_are_marked_with_their_source(name: str) -> N
 _HISTORY: Final = re.compile(r"\bissues? ?#?\d+(?:\s*[-–]\s*\d+)?\b|\bissue-\d+", re.IGNORECASE)
 
 
-#: Pages that still name issues, each a known failure until its history moves to the changelog:
-#: strict, so the mark must go once the page is clean.
-_HISTORY_PENDING: Final = {"benchmarks.md": "docs/benchmarks.md still names issues 12-22"}
+def _reference_pages() -> list[Path]:
+    return [*sorted(DOCS.glob("*.md")), ROOT / "README.md", ROOT / "CONTRIBUTING.md"]
 
 
-def _reference_pages() -> list[object]:
-    pages = [*sorted(DOCS.glob("*.md")), ROOT / "README.md", ROOT / "CONTRIBUTING.md"]
-    return [
-        pytest.param(
-            p,
-            id=p.name,
-            marks=[pytest.mark.xfail(strict=True, reason=_HISTORY_PENDING[p.name])]
-            if p.name in _HISTORY_PENDING
-            else [],
-        )
-        for p in pages
-    ]
-
-
-@pytest.mark.parametrize("page", _reference_pages())
+@pytest.mark.parametrize("page", _reference_pages(), ids=lambda p: p.name)
 def test_reference_pages_carry_no_project_history(page: Path) -> None:
     found = _HISTORY.findall(page.read_text())
     assert not found, f"{page.name}: project history belongs in CHANGELOG.md: {found}"
@@ -233,3 +219,82 @@ def test_the_history_check_sees_issue_numbers() -> None:
         "issue-22",
     ]
     assert _HISTORY.findall("an issue with the lock; 14 issues") == []
+
+
+def test_benchmarks_md_quotes_the_targets_and_what_bounds_them_from_the_recorded_runs() -> None:
+    # The page's figures are checked above only where it marks them: it must mark, for each
+    # target of ``bench.suite.TARGETS``, its limit, and quote the floor run's figures and the
+    # recorded benchmark, floor and instruction-count runs whole.
+    from bench.suite import TARGETS
+
+    text = (DOCS / "benchmarks.md").read_text()
+    keys = {m.group(2) for m in docnumbers.MARK.finditer(text)}
+    assert {f"target.{key}" for key in TARGETS} <= keys
+    for key in ("cycle_1x1_vs_queue", "cycle_4x4_one_cpu_vs_queue", "batch_4x4_one_cpu_vs_queue"):
+        assert f"bench.{key}.ratio" in keys
+    assert "bench.memory_in_flight.value" in keys
+    for run in ("1x1", "4x4", "batch"):
+        assert {f"floor.{run}.floor.ratio", f"floor.{run}.impl_floor"} <= keys
+    assert {"floor.memory.floor", "floor.parts.sum", "floor.profile.check"} <= keys
+    blocks = {m.group(1) for m in docnumbers.BLOCK.finditer(text)}
+    assert {"bench-run", "file floor.txt", "file icount.txt", "file leak.txt"} <= blocks
+
+
+def test_the_floor_run_printed_what_its_record_holds() -> None:
+    # docs/runs/floor.txt (quoted whole) and docs/bench/floor.json (the facts) are one run.
+    printed = docnumbers.FLOOR_TEXT.read_text()
+    known = docnumbers.facts()
+    for run in docnumbers.FLOOR_RUNS:
+        assert f"impl.Queue / floor: {known[f'floor.{run}.impl_floor']}" in printed, run
+        for system in ("floor", "impl"):
+            assert f"{known[f'floor.{run}.{system}.ratio']}x queue.Queue" in printed, run
+    assert f"floor          {known['floor.memory.floor']} B" in printed
+    assert f"{known['floor.parts.sum']} B  sum of the parts" in printed
+    assert f"{known['floor.profile.check']}%  impl/core.py:check" in printed
+
+
+def test_benchmark_facts_are_the_report_s_rounding(tmp_path: Path) -> None:
+    record = {
+        "repeat": 3,
+        "seconds": 95.9,
+        "cpus": 2,
+        "load_before": [1.866, 0, 0],
+        "load_after": [1.294, 0, 0],
+        "rows": [
+            {
+                "key": "cycle_4x4_vs_queue",
+                "skipped": False,
+                "value": 21992.7,
+                "baseline": 48501.9,
+                "ratio": 0.45344,
+            },
+            {
+                "key": "cycle_4x4_one_cpu_vs_queue",
+                "skipped": False,
+                "value": 76193.2,
+                "baseline": 175248.0,
+                "ratio": 0.43478,
+            },
+            {
+                "key": "cycle_1x1_vs_moto",
+                "skipped": True,
+                "value": None,
+                "baseline": None,
+                "ratio": None,
+            },
+        ],
+    }
+    found = docnumbers.bench_facts(record)
+    assert found["bench.cycle_4x4_vs_queue.value"] == "21993"
+    assert found["bench.cycle_4x4_vs_queue.ratio"] == "0.453"
+    assert found["bench.convoy.impl"] == "3.5"
+    assert found["bench.run.seconds"] == "96"
+    assert found["bench.run.load_before"] == "1.87"
+    assert not any(k.startswith("bench.cycle_1x1_vs_moto") for k in found)
+    assert docnumbers.problems("0.45<!-- =bench.cycle_4x4_vs_queue.ratio -->", found) == [
+        "0.45: bench.cycle_4x4_vs_queue.ratio is 0.453"
+    ]
+    bad = tmp_path / "icount.txt"
+    bad.write_text("# nothing measured\n")
+    with pytest.raises(ValueError, match=r"icount\.txt: not the output"):
+        docnumbers.icount_facts(bad)
