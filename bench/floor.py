@@ -1,4 +1,4 @@
-"""What bounds issue 22's targets: the least queue with these semantics, measured beside ``impl``.
+"""What bounds the per-message targets: the least queue with these semantics, beside ``impl``.
 
 ``python -m bench.floor`` answers "is a target out of reach, and what bounds it?" with figures
 from one run, not with estimates:

@@ -5,7 +5,7 @@ retry, change_visibility, delete cycles; and batches of ten, counted per message
 ``valgrind --tool=callgrind`` twice each, once with ``impl`` as it is in the working tree and
 once with ``impl`` as it was at ``REV`` (taken with ``git archive``), and prints the
 instructions per cycle of each and their ratio (``--program`` picks some). A program that needs
-what the base revision lacks (the batch one, before issue 14) gets ``-`` there.
+what the base revision lacks (the batch one, on a revision without batches) gets ``-`` there.
 
 Why instructions: wall-clock throughput on a shared two-core machine moves by tens of percent
 from run to run (lock convoys, the other core's load; see docs/benchmarks.md), so it cannot
@@ -69,7 +69,7 @@ for _ in range(n // 10):
 }
 
 #: What a program needs of ``impl`` (a text in ``impl/queue.py``): a base revision without it
-#: (before issue 14, no batches) gets no figure for that program instead of failing.
+#: (one without batches) gets no figure for that program instead of failing.
 NEEDS: dict[str, str] = {"batch10_send_receive_delete": "def send_batch("}
 
 _PRELUDE = """

@@ -1,4 +1,4 @@
-"""Never-closed queues: what a careless user's dropped queues leave behind (issue 13, point 4).
+"""Never-closed queues: what a careless user's dropped queues leave behind.
 
     python -m bench.leak                  # 10,000 queues, about 10 s
     python -m bench.leak --queues 200     # a smoke run
@@ -14,8 +14,9 @@ any point of the run. The baseline is the same N queues, each closed after its r
 Each of the two runs is made in a fresh interpreter (``--only``, which prints its figures as
 JSON), so neither inherits the other's memory. Targets (``docs/benchmarks.md``): as many threads
 after as before (about 1: the main thread), and no RSS growth beyond the closed baseline's
-(within :data:`RSS_SLACK`, the allocator's noise). Before issue 13 every dropped queue stayed
-alive with its sleeping sweeper: 10,000 threads, 227 MB RSS and 81 GB of virtual memory.
+(within :data:`RSS_SLACK`, the allocator's noise). A sweeper thread that held its queue would
+keep every dropped queue alive with its sleeping thread (what that design cost is in
+``CHANGELOG.md``).
 
 :func:`run` is the measurement itself, for tests: in-process, any N.
 """

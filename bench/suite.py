@@ -14,7 +14,7 @@ The optional baselines (persist-queue, moto) are skipped with a note when not in
 ``--check`` makes the exit status 1 when a target fails (the default is 0: a benchmark on a
 shared machine reports, it does not gate).
 
-The batch rows (issue 14) move messages ten at a time through 4 producers and 4 consumers and
+The batch rows move messages ten at a time through 4 producers and 4 consumers and
 compare messages per second with ``queue.Queue``'s one put and one get per message.
 
 What each figure means, and how it is measured, is in ``bench.cycle``,
@@ -93,7 +93,7 @@ QUICK = replace(
     batch_messages=1_600,
 )
 
-#: The batch rows' threads: 4 producers, 4 consumers (issue 14).
+#: The batch rows' threads: 4 producers, 4 consumers.
 BATCH_THREADS = (4, 4)
 
 #: The two systems every throughput row compares, plus the optional baselines by import name.
@@ -124,7 +124,7 @@ TARGETS = {
     "cycle_4x4_vs_queue": Target("ratio", ">=", 0.5, "ratio >= 0.5"),
     "cycle_4x4_vs_moto": Target("ratio", ">=", 10.0, "ratio >= 10"),
     "batch_4x4_vs_queue": Target("ratio", ">=", 0.4, "ratio >= 0.4"),
-    # Issue 22 (the lean per-message path): the one-CPU rows measure each queue's own work.
+    # The lean per-message path: the one-CPU rows measure each queue's own work.
     "cycle_1x1_vs_queue": Target("ratio", ">=", 0.6, "ratio >= 0.6"),
     "cycle_4x4_one_cpu_vs_queue": Target("ratio", ">=", 0.5, "ratio >= 0.5"),
     "batch_4x4_one_cpu_vs_queue": Target("ratio", ">=", 1.0, "ratio >= 1.0"),
