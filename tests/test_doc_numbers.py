@@ -37,6 +37,18 @@ SOURCED_PAGES: Final = (
     "failure-model.md",
     "index.md",
     "benchmarks.md",
+    # The learner's pages and the other pages a user reads.
+    "tla-primer.md",
+    "walkthrough.md",
+    "pitfalls.md",
+    "exercises.md",
+    "contract.md",
+    "sources.md",
+    "api.md",
+    "install.md",
+    "explorer.md",
+    "compared.md",
+    "conformance-ci.md",
 )
 
 
@@ -186,6 +198,16 @@ _SETTINGS: Final = {
     "mutation.md": ("0.05 s",),  # PollingSweeperQueue's poll
     "mutation-survivors.md": ("11 s", "10 s"),  # wait_for_waiters' bound, and the mutant's
     "failure-model.md": ("10 ms", "1 s"),  # impl.sweeper.backoff's first and last step
+    # Parameters and documented limits, not measurements: the demo's visibility timeout, the
+    # dedup interval, a polling mutant's period, and SQS's, moto's and kombu's documented limits
+    # and defaults, each quoted with its source on the page.
+    "walkthrough.md": ("0.3 s", "300 s"),
+    "pitfalls.md": ("50 ms", "0.05 s"),
+    "contract.md": ("60 seconds", "900 s"),
+    "compared.md": (
+        *("10 seconds", "200 s", "3600 s", "20 s", "900 s", "60 seconds", "60 s", "300 s"),
+        "5 minutes",
+    ),
 }
 
 
