@@ -40,6 +40,7 @@ JSON object; :func:`to_json` turns a parsed one back into the JSON form the harn
 from __future__ import annotations
 
 import enum
+import functools
 import itertools
 import json
 import math
@@ -471,11 +472,17 @@ def _lag_closure(worlds: set[_World], budget: int) -> set[_World]:
 
 
 def _sweep(rules: _Rules, w: _World) -> _World:
-    """What the harness does after every op: every queue sweeps at the current time."""
+    """What the harness does after every op: every queue sweeps at the current time.
+
+    A queue with no timer due is left as it is (the sweep would change nothing, and the op
+    kept its doomed ids alive already): most ops fire no timer."""
+    now = w.now
+    if not any((t := m.due) is not None and t <= now for s in w.queues for m in s.messages):
+        return w
     queues: list[State] = []
     doomed: list[frozenset[str]] = []
     for s, d in zip(w.queues, w.doomed, strict=True):
-        after, dd, _ = _lagging(rules, s, d, lambda st: spec.expire(st, w.now))
+        after, dd, _ = _lagging(rules, s, d, lambda st: spec.expire(st, now))
         queues.append(after)
         doomed.append(dd)
     return replace(w, queues=tuple(queues), doomed=tuple(doomed))
@@ -1109,6 +1116,15 @@ def _unaccounted(rules: _Rules, w: _World) -> tuple[str, ...]:
     return tuple(sorted(out))
 
 
+@functools.lru_cache(maxsize=256)
+def _parsed_drain(parsed: Scenario) -> tuple[tuple[Op, ...], tuple[_DrainStep | None, ...]]:
+    """The drain's ops, parsed, and their steps (cached: :func:`explain` judges one scenario
+    many times)."""
+    plan = _drain_plan(parsed)
+    ops = with_drain(parsed).ops[len(parsed.ops) :] if plan else ()
+    return tuple(ops), tuple(st for _, st in plan)
+
+
 def _plan(parsed: Scenario, outputs: int) -> tuple[list[Op], list[_DrainStep | None], bool]:
     """The ops ``outputs`` answer (the scenario's, or with its drain) and each drain
     receive's step; whether the drain is there."""
@@ -1116,11 +1132,10 @@ def _plan(parsed: Scenario, outputs: int) -> tuple[list[Op], list[_DrainStep | N
     steps: list[_DrainStep | None] = [None] * len(ops)
     if outputs == len(ops):
         return ops, steps, False
-    plan = _drain_plan(parsed)
-    if plan and outputs == len(ops) + len(plan):
-        drained = with_drain(parsed).ops[len(ops) :]
-        return ops + list(drained), steps + [st for _, st in plan], True
-    with_plan = f" or {len(ops) + len(plan)} (with its drain)" if plan else ""
+    drain, drain_steps = _parsed_drain(parsed)
+    if drain and outputs == len(ops) + len(drain):
+        return ops + list(drain), steps + list(drain_steps), True
+    with_plan = f" or {len(ops) + len(drain)} (with its drain)" if drain else ""
     raise ValueError(f"outputs: {outputs} outputs for {len(ops)} ops{with_plan}")
 
 
@@ -1130,10 +1145,12 @@ def judge(
     relaxations: Iterable[Relaxation] = (),
     *,
     budget: int = BUDGET,
+    detail: bool = True,
 ) -> Verdict:
     """Decide whether ``outputs`` (one per op, as the harness writes them) are a behaviour of
     the spec relaxed by exactly ``relaxations``: a search over the set of states consistent
-    with the outputs so far.
+    with the outputs so far. Without ``detail`` a rejection leaves ``allowed`` and ``lost``
+    empty (:func:`explain`'s subsets need only the answer).
 
     ``outputs`` answers the scenario's ops, or those and its :func:`drain_ops`; with the drain,
     the run is also rejected when a message is lost (see :func:`drain_ops`). Without it a
@@ -1159,8 +1176,12 @@ def judge(
                 op_index=i,
                 op=_op_json(op, fifo),
                 observed=out,
-                allowed=tuple(_allowed(rules, worlds, op)),
-                lost=_passed_over(replace(rules, bounded=False), worlds, op, out, step),
+                allowed=tuple(_allowed(rules, worlds, op)) if detail else (),
+                lost=(
+                    _passed_over(replace(rules, bounded=False), worlds, op, out, step)
+                    if detail
+                    else ()
+                ),
             )
         if len(after) > budget:
             return Verdict(
@@ -1298,7 +1319,7 @@ def _accepts(
 ) -> bool:
     """Whether :func:`judge` accepts under ``relaxed``; a search out of budget is recorded in
     ``exhausted`` and counts as not accepted."""
-    v = judge(parsed, outputs, relaxed, budget=budget)
+    v = judge(parsed, outputs, relaxed, budget=budget, detail=False)
     if v.exhausted:
         exhausted.append(relaxed)
     return v.accepted
