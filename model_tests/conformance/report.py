@@ -448,7 +448,7 @@ def markdown(run: KitRun, *, heading: str = "#", anchor: str = "behaviour") -> s
             "Each minimal scenario runs as it is, followed by the drain the kit adds (shown "
             "below it), with `python -m model_tests.harness --target model` (the model's "
             "outputs) and, through the kit, on the endpoint "
-            "(`python -m model_tests.conformance --endpoint ... --scenario-file F`).",
+            "(`python -m model_tests.conformance --endpoint ... --scenarios-file F`).",
             "",
         ]
         lines += _behaviour_details(run, anchor)
@@ -512,11 +512,15 @@ messages"), in the drain and everywhere else.
 
 ## Running against a real endpoint
 
-A URL endpoint (real SQS, ElasticMQ, LocalStack) is never run in CI. Before you run one
-(details in the docstring of `model_tests/conformance/sqs.py`):
+A URL endpoint (real SQS, ElasticMQ, LocalStack) is never run in this project's CI; to run the
+kit in yours (exit statuses, `--json`, `--junit`, the pytest fixture, `--yes`), see
+[conformance-ci.md](conformance-ci.md). Before you run one (details in the docstring of
+`model_tests/conformance/sqs.py`):
 
 1. **Credentials and region**: the usual boto3 chain (`AWS_PROFILE`, or `AWS_ACCESS_KEY_ID` and
-   `AWS_SECRET_ACCESS_KEY`; the region in `AWS_DEFAULT_REGION`), and the region's URL. The
+   `AWS_SECRET_ACCESS_KEY`; the region in `AWS_REGION` or `AWS_DEFAULT_REGION`), and the
+   region's URL. The kit prints the account, the region, the queues and a bound on the requests
+   before it creates anything, and a URL off this machine needs `--yes`. The
    principal needs `sqs:CreateQueue`, `GetQueueAttributes`, `SendMessage`, `ReceiveMessage`,
    `DeleteMessage`, `ChangeMessageVisibility`, `PurgeQueue`, `DeleteQueue` on queues named
    `kit-*`.
