@@ -312,7 +312,7 @@ def test_the_learners_command_runs_as_typed(
     check_status(command, outcomes[command.text])
 
 
-@pytest.mark.slow  # about 40 s together on two idle cores
+# About 40 s together on two idle cores: in the default run, since the learner runs them.
 @pytest.mark.parametrize("command", [c for c in LEARN if runs_pytest(c)], ids=lambda c: c.id)
 def test_the_learners_pytest_command_passes_as_typed(
     command: Command, pytest_outcomes: dict[str, subprocess.CompletedProcess[str]]

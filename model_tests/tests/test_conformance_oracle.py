@@ -831,6 +831,7 @@ EXPECTED_FIFO: list[tuple[str, bool]] = [
 ]
 
 
+@pytest.mark.slow  # the docs' seed on moto and moto-server: about two minutes
 def test_conformance_moto_verdicts_for_the_docs_seed(
     doc_runs: dict[tuple[str, bool], KitRun],
 ) -> None:
@@ -850,6 +851,7 @@ def test_conformance_moto_verdicts_for_the_docs_seed(
     assert any("purge" not in ops and any(o.startswith("ack") for o in ops) for ops in resent)
 
 
+@pytest.mark.slow  # the docs' seed on moto and moto-server: about two minutes
 def test_conformance_docs_are_fresh(doc_runs: dict[tuple[str, bool], KitRun]) -> None:
     """docs/conformance.md is what the generator writes: its header and the moto in-process
     sections are regenerated here (moto-server's are checked by the probes above: the full page
