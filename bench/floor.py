@@ -41,10 +41,18 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Any, Final
 
-from bench.cycle import BODY, WAIT, one_cpu, split, timed
+from bench.cycle import (
+    BODY,
+    WAIT,
+    impl_batch,
+    impl_queue,
+    one_cpu,
+    split,
+    stdlib_queue,
+    timed,
+)
 from impl.clock import FakeClock
 from impl.core import MAX_BATCH
-from impl.message import Entry
 from impl.queue import Queue
 
 #: The visibility timeout of every cycle: an hour, so nothing expires and no sweep runs.
@@ -164,84 +172,40 @@ KINDS = ("queue.Queue", "floor", "impl.Queue")
 Work = Callable[[], None]
 
 
-def _workload(
-    kind: str, n: int, p: int, c: int, batch: bool
+def _floor_workload(
+    n: int, p: int, c: int, batch: bool
 ) -> tuple[list[Work], list[Work], Callable[[], int]]:
-    """``p`` producers and ``c`` consumers moving ``n`` messages through ``kind`` (one at a
-    time, or with ``batch`` in tens: ``queue.Queue``, which has no batches, still moves one at a
-    time, as ``python -m bench``'s batch baseline does), and a count of the finished cycles."""
+    """``p`` producers and ``c`` consumers moving ``n`` messages through a :class:`FloorQueue`,
+    one at a time or (``batch``) in tens (the floor's side of ``bench.cycle``'s workloads), and
+    a count of the finished cycles."""
     per_p, per_c = split(n, p, c)
     if batch and per_p % MAX_BATCH:
         raise ValueError(f"n={n} must be a multiple of {p} producers x batches of {MAX_BATCH}")
-    if kind == "queue.Queue":
-        sq: queue.Queue[str] = queue.Queue()
-
-        def produce_s() -> None:
-            for _ in range(per_p):
-                sq.put(BODY)
-
-        def consume_s() -> None:
-            for _ in range(per_c):
-                sq.get(timeout=WAIT)
-                sq.task_done()
-
-        return [produce_s] * p, [consume_s] * c, lambda: n - sq.unfinished_tasks
-    if kind == "floor":
-        fq = FloorQueue(HOUR)
-        if batch:
-
-            def produce_f() -> None:
-                for _ in range(per_p // MAX_BATCH):
-                    fq.send_batch([BODY] * MAX_BATCH)
-
-            def consume_f() -> None:
-                left = per_c
-                while left:
-                    got = fq.receive_batch(min(MAX_BATCH, left), WAIT)
-                    fq.delete_batch([m[3] for m in got])
-                    left -= len(got)
-
-        else:
-
-            def produce_f() -> None:
-                for _ in range(per_p):
-                    fq.send(BODY)
-
-            def consume_f() -> None:
-                for _ in range(per_c):
-                    fq.delete(fq.receive(WAIT)[3])
-
-        return [produce_f] * p, [consume_f] * c, lambda: len(fq.done)
-    iq: Queue[str] = Queue(visibility_timeout=HOUR)
+    fq = FloorQueue(HOUR)
     if batch:
 
-        def produce_i() -> None:
+        def produce() -> None:
             for _ in range(per_p // MAX_BATCH):
-                iq.send_batch([Entry(BODY) for _ in range(MAX_BATCH)])
+                fq.send_batch([BODY] * MAX_BATCH)
 
-        def consume_i() -> None:
+        def consume() -> None:
             left = per_c
             while left:
-                got = iq.receive_batch(min(MAX_BATCH, left), timeout=WAIT)
-                iq.delete_batch([m.receipt for m in got])
+                got = fq.receive_batch(min(MAX_BATCH, left), WAIT)
+                fq.delete_batch([m[3] for m in got])
                 left -= len(got)
 
     else:
 
-        def produce_i() -> None:
+        def produce() -> None:
             for _ in range(per_p):
-                iq.send(BODY)
+                fq.send(BODY)
 
-        def consume_i() -> None:
+        def consume() -> None:
             for _ in range(per_c):
-                iq.delete(iq.receive(timeout=WAIT).receipt)
+                fq.delete(fq.receive(WAIT)[3])
 
-    def done() -> int:
-        d = iq.stats().done
-        iq.close()
-        return d
-
-    return [produce_i] * p, [consume_i] * c, done
+    return [produce] * p, [consume] * c, lambda: len(fq.done)
 
 
 def one_thread(kind: str, n: int) -> float:
@@ -280,12 +244,18 @@ def one_thread(kind: str, n: int) -> float:
 
 
 def threaded(kind: str, n: int, p: int = 1, c: int = 1, batch: bool = False) -> float:
-    """Cycles (messages) per second of ``kind`` with ``p`` producer and ``c`` consumer threads."""
-    producers, consumers, done = _workload(kind, n, p, c, batch)
+    """Cycles (messages) per second of ``kind`` with ``p`` producer and ``c`` consumer threads:
+    ``queue.Queue`` and ``impl.Queue`` run ``python -m bench``'s own workloads (``bench.cycle``;
+    ``queue.Queue`` one message at a time, also as the batch baseline), the floor the same ones
+    on a :class:`FloorQueue`."""
+    if kind == "queue.Queue":
+        return stdlib_queue(n, p, c)
+    if kind == "impl.Queue":
+        return impl_batch(n, p, c) if batch else impl_queue(n, p, c)
+    producers, consumers, done = _floor_workload(n, p, c, batch)
     elapsed = timed(producers, consumers)
-    finished = done()
-    if finished != n:
-        raise RuntimeError(f"{kind} finished {finished} of {n} cycles")
+    if done() != n:
+        raise RuntimeError(f"the floor finished {done()} of {n} cycles")
     return n / elapsed
 
 
