@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Final
 
 import pytest
+from offline_venv import link_into
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
@@ -239,12 +240,7 @@ def envs(tmp_path_factory: pytest.TempPathFactory) -> Envs:
     tmp = tmp_path_factory.mktemp("learner")
     bare, _ = fresh_venv(tmp / "bare")
     learn, site = fresh_venv(tmp / "learn")
-    for dist in closure(learn_requirements()):
-        assert dist.files is not None, f"{dist.name} has no RECORD"
-        for top in {f.parts[0] for f in dist.files if f.parts[0] not in ("..", "__pycache__")}:
-            source, target = Path(str(dist.locate_file(top))), site / top
-            if source.exists() and not target.exists():
-                target.symlink_to(source, target_is_directory=source.is_dir())
+    link_into(site, closure(learn_requirements()))
     (site / "_sqs_queue_reference_editable.pth").write_text(f"{ROOT}\n")
     return Envs(learn, bare)
 

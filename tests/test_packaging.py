@@ -36,6 +36,7 @@ from importlib import metadata
 from pathlib import Path, PurePosixPath
 
 import pytest
+from offline_venv import link_into
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
@@ -208,18 +209,6 @@ def closure(wanted: list[Requirement], fields: Message) -> list[metadata.Distrib
             if dep.marker is None or any(dep.marker.evaluate({"extra": e}) for e in extras):
                 todo.append((dep, req.name))
     return list(found.values())
-
-
-def link_into(site: Path, dists: list[metadata.Distribution]) -> None:
-    """Make ``dists`` (of this environment) importable in the environment of ``site``: a link
-    per top-level entry (package, module, dist-info) of each. Scripts are not linked."""
-    for dist in dists:
-        assert dist.files is not None, f"{dist.name} has no RECORD"
-        tops = {f.parts[0] for f in dist.files if f.parts[0] not in ("..", "__pycache__")}
-        for top in tops:
-            source, target = Path(str(dist.locate_file(top))), site / top
-            if source.exists() and not target.exists():
-                target.symlink_to(source, target_is_directory=source.is_dir())
 
 
 @pytest.fixture(scope="module")
