@@ -12,11 +12,13 @@
 deduplication; contract section 2b); both are the one threaded shell (``BaseQueue``,
 ``impl/shell.py``) over a core with no lock and no waiting (``impl/core.py``,
 ``impl/fifo_core.py``). ``JobQueue`` is the single-owner job-queue API of the second seed, a
-thin adapter over ``Queue``.
+thin adapter over ``Queue``. A queue's ``dead_letter=`` names another queue as its dead-letter
+queue (a move, one step across the two); ``retention=`` ages messages out; ``start_redrive``
+on a dead-letter queue starts a :class:`RedriveTask` (``impl/redrive.py``).
 """
 
 from impl.clock import Clock, FakeClock, MonotonicClock
-from impl.errors import DuplicateIdError, Empty, Full, ShutDown
+from impl.errors import DuplicateIdError, Empty, Full, RedriveRunning, ShutDown
 from impl.fifo import FifoQueue
 from impl.jobqueue import Job, JobQueue
 from impl.message import (
@@ -30,6 +32,7 @@ from impl.message import (
     Stats,
 )
 from impl.queue import Queue
+from impl.redrive import RedriveStatus, RedriveTask
 from impl.shell import BaseQueue, TraceStep
 
 __all__ = [
@@ -48,7 +51,10 @@ __all__ = [
     "Message",
     "MonotonicClock",
     "Queue",
+    "RedriveRunning",
     "Receipt",
+    "RedriveStatus",
+    "RedriveTask",
     "ShutDown",
     "Snapshot",
     "SnapshotMessage",

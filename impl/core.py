@@ -25,7 +25,23 @@ core step               spec                       TLA+
 ``cancel``              ``cancel``                 ``Cancel``
 ``purge``               ``purge``                  ``Purge``
 ``due`` + ``fire``      ``expire``                 ``Expire``
+``age_out``             ``expire`` (retention)     ``AgeOut``
+``release`` + ``move_in``  ``system.release``      ``Move``/``DeadLetter``
+``redrive_out`` +       ``system.redrive_step``    ``Redrive``
+``accept_moved``
 ======================  =========================  =============================
+
+Dead-letter queues that are queues, retention and redrive (``/work/notes/dlq-design.md``,
+issue 25). A core may have a ``target`` (the core of its dead-letter queue, set by the shell,
+which holds both queues' locks around every releasing step): a release that dies then also
+moves the message into the target in the same step (:meth:`Core.move_in`), and the receivers
+that move enabled in the target are counted in ``moved_receivers`` for the shell to wake. A
+core with ``retention`` starts a retention timer for each message it takes in (a send, a
+move-in, a redrive), a third kind of timer in the one timer order (``impl/timers.py``): when it
+fires, the active message is ``AGED_OUT`` (:meth:`Core.age_out`). A redrive moves a visible
+message out (:meth:`Core.redrive_out`, ``MOVED`` here) into a destination that takes it as a
+new message (:meth:`Core.accept_moved`). The two new terminal groups, ``aged`` and ``moved``,
+count in ``OneState``. A core with no target and no retention does exactly what it did before.
 
 Steps that change state run in the commit phase of their transition (after the shell did all
 that can fail: argument checks, the clock, the trace sink, starting a thread), so they must not
@@ -39,10 +55,10 @@ import heapq
 import itertools
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
-from typing import Final, Generic, TypeVar
+from typing import Any, Final, Generic, TypeVar
 
 from impl.message import Message, Receipt, SnapshotMessage
-from impl.timers import Timer, Timers, new_timer
+from impl.timers import RETENTION, TICK, Timer, Timers, new_timer
 
 T = TypeVar("T")
 
@@ -91,7 +107,17 @@ class Record(Generic[T]):
     queue never sees one (it gets :class:`Message` and snapshots).
     """
 
-    __slots__ = ("attempt", "body", "deadline", "id", "receipt", "seq", "visible_at")
+    __slots__ = (
+        "attempt",
+        "body",
+        "deadline",
+        "enqueued_at",
+        "id",
+        "kept",
+        "receipt",
+        "seq",
+        "visible_at",
+    )
 
     #: The receipt of the current (or last) delivery, made by ``Core.receipt_of`` when it is
     #: delivered: while in flight, the live receipt. Unset before the first delivery.
@@ -110,6 +136,12 @@ class Record(Generic[T]):
         #: the delivery (one counter for both; a delivery takes its place in the timer order
         #: even without a deadline, and change_visibility keeps it); 0 before either.
         self.seq = 0
+        #: When the message entered this queue, as its retention counts it: set when the queue
+        #: reads the clock at acceptance (a queue with a retention or a dead-letter target, and
+        #: every FIFO queue), or kept from the source by a move into a standard queue.
+        self.enqueued_at = 0.0
+        #: The sequence number of its retention timer in this queue; 0: none.
+        self.kept = 0
 
     def message(self) -> Message[T]:
         """The :class:`Message` of the current delivery (or, dead, of the last one)."""
@@ -126,6 +158,10 @@ class Record(Generic[T]):
     def delayed_snapshot(self) -> SnapshotMessage[T]:
         """As :meth:`snapshot`, for a delayed message: with its ``visible_at``."""
         return SnapshotMessage(self.id, self.body, self.attempt, None, self.visible_at)
+
+
+#: What :meth:`Core.current` gives for a redrive tick that is current (a tick has no record).
+TICK_RECORD: Final[Record[Any]] = Record("redrive-tick", None)
 
 
 class Core(Generic[T]):
@@ -165,6 +201,26 @@ class Core(Generic[T]):
         #: Timers started so far (delayed sends and deliveries): the ``seq`` of the last one.
         self.started = 0
         self._ids = itertools.count(1)  # for generated ids
+        #: Seconds a message may stay in this queue (its retention timer); ``None``: forever.
+        self.retention: float | None = None
+        #: The core of this queue's dead-letter target, set by the shell; ``None``: none.
+        self.target: Core[T] | None = None
+        #: This queue as its target records it (``source_of``): an opaque handle the shell
+        #: sets (a weak reference to the shell).
+        self.handle: object = None
+        #: The time of the releasing step now running, set by the shell before a releasing
+        #: step of a core with a target (a move needs it: FIFO resets the enqueue time).
+        self.now = 0.0
+        #: Receivers that moves into ``target`` enabled there since the shell last looked.
+        self.moved_receivers = 0
+        #: AGED_OUT ids, in the order they aged out (terminal).
+        self.aged: list[str] = []
+        #: MOVED ids (terminal): id -> (the destination's handle, the new id), in move order.
+        self.moved: dict[str, tuple[object, str]] = {}
+        #: Where each dead-lettered message that moved in came from: id -> the source's handle.
+        self.sources: dict[str, object] = {}
+        #: Running redrive tasks' ticks: the task's name -> the seq of its current tick timer.
+        self.ticks: dict[str, int] = {}
 
     #: The word for what a receive waits for, in its errors ("nothing visible").
     ready_word: str = "visible"
@@ -352,8 +408,9 @@ class Core(Generic[T]):
         return SENDER
 
     def release(self, rec: Record[T]) -> Wake:
-        """Take back an in-flight message: dead-letter it (if :meth:`dies`: a slot freed) or
-        append it to the visible tail (a message made visible), keeping its attempt.
+        """Take back an in-flight message: dead-letter it (if :meth:`dies`: a slot freed; with
+        a ``target``, moved into it in the same step) or append it to the visible tail (a
+        message made visible), keeping its attempt.
 
         The step that retry, change_visibility(0) and expiry share."""
         assert self.in_flight.get(rec.id) is rec, f"release of {rec.id!r}: not in flight"
@@ -361,6 +418,9 @@ class Core(Generic[T]):
         rec.deadline = None
         if self.dies(rec):
             self.dead.append(rec)
+            target = self.target
+            if target is not None:  # the same step moves it into the dead-letter queue
+                self.moved_receivers += target.move_in(rec, self.now, self.handle)[0]
             return SENDER
         self.visible[rec.id] = rec
         return RECEIVER
@@ -408,7 +468,12 @@ class Core(Generic[T]):
             self.cancelled.update(group)
             count += len(group)
             group.clear()
-        self.timers.clear()
+        if self.ticks:  # a running redrive task keeps ticking (its scope ids are now skipped)
+            self.timers.rebuild(
+                [t for t in self.timers if t.attempt == TICK and self.ticks.get(t.id) == t.seq]
+            )
+        else:
+            self.timers.clear()
         return count
 
     # -- timers ------------------------------------------------------------------------------
@@ -444,17 +509,38 @@ class Core(Generic[T]):
                 yield Timer(r.deadline, r.seq, r.id, r.attempt)
         for r in self.delayed.values():
             yield Timer(r.visible_at, r.seq, r.id, 0)
+        retention = self.retention
+        if retention is not None:
+            for group in (self.delayed, self.visible, self.in_flight):
+                for r in group.values():
+                    if r.kept:
+                        yield Timer(r.enqueued_at + retention, r.kept, r.id, RETENTION)
+        timers = self.timers
+        for t in timers:
+            if t.attempt == TICK and self.ticks.get(t.id) == t.seq:
+                yield t
 
     def compact(self) -> None:
-        """Rebuild the heap from the live timers, dropping the stale entries."""
-        self.timers.rebuild(self.live_timers())
+        """Rebuild the heap from the live timers, dropping the stale entries.
+
+        With a retention every active message has a live timer: the heap is rebuilt only when
+        stale entries outnumber those too (else every push would rebuild it)."""
+        if self.retention is not None or self.ticks:
+            live = len(self.in_flight) + self.active() + len(self.ticks)
+            if len(self.timers) <= 2 * live + 16:
+                return
+        self.timers.rebuild(list(self.live_timers()))
 
     def current(self, timer: Timer) -> Record[T] | None:
         """The record ``timer`` still stands for, or ``None`` if it is stale: for a deadline,
         the in-flight delivery it was armed for; for a delay, the message while still delayed
-        (a message is delayed once, with one entry)."""
-        if not timer.attempt:
+        (a message is delayed once, with one entry); for a retention timer, the message while
+        active; for a redrive tick, :data:`TICK_RECORD` while it is its task's current tick."""
+        attempt = timer.attempt
+        if not attempt:
             return self.delayed.get(timer.id)
+        if attempt < 0:
+            return self.current_other(timer)
         rec = self.in_flight.get(timer.id)
         if (
             rec is None
@@ -464,6 +550,14 @@ class Core(Generic[T]):
         ):
             return None
         return rec
+
+    def current_other(self, timer: Timer) -> Record[T] | None:
+        """:meth:`current` for a retention timer or a redrive tick."""
+        if timer.attempt == TICK:
+            return TICK_RECORD if self.ticks.get(timer.id) == timer.seq else None
+        id = timer.id
+        rec = self.visible.get(id) or self.in_flight.get(id) or self.delayed.get(id)
+        return rec if rec is not None and rec.kept == timer.seq else None
 
     def next_due(self) -> float | None:
         """The earliest current timer's due time (``None``: none), dropping stale entries from
@@ -488,6 +582,10 @@ class Core(Generic[T]):
             # Equal entries (a deadline re-armed to the same time) pop one after the other.
             if rec is not None and not (due and due[-1][0] == timer):
                 due.append((timer, rec))
+                if rec is TICK_RECORD:
+                    # A tick re-arms its task's next tick, which may be due by now too: the
+                    # shell fires this much, then asks again, so that order stays one order.
+                    break
         return due
 
     def undo_due(self, due: list[tuple[Timer, Record[T]]]) -> None:
@@ -497,8 +595,16 @@ class Core(Generic[T]):
 
     def fire(self, timer: Timer, rec: Record[T]) -> Wake:
         """One due timer's step: a delivery's deadline expires (:meth:`expire`), a delayed
-        message's ``visible_at`` makes it visible (:meth:`fire_delay`)."""
-        return self.expire(rec) if timer.attempt else self.fire_delay(rec)
+        message's ``visible_at`` makes it visible (:meth:`fire_delay`), a retention timer ages
+        the message out (:meth:`age_out`). (A redrive tick is the shell's: it moves across two
+        queues.)"""
+        attempt = timer.attempt
+        if attempt > 0:
+            return self.expire(rec)
+        if not attempt:
+            return self.fire_delay(rec)
+        assert attempt == RETENTION, "a redrive tick is fired by the shell"
+        return self.age_out(rec)
 
     def expire(self, rec: Record[T]) -> Wake:
         """Expiry's step for one delivery whose deadline passed: release it."""
@@ -510,6 +616,107 @@ class Core(Generic[T]):
         self.visible[rec.id] = rec
         return RECEIVER
 
+    # -- retention, moves and redrive (issue 25) ---------------------------------------------
+
+    def retain(self, rec: Record[T]) -> None:
+        """Start ``rec``'s retention timer, due at ``rec.enqueued_at + retention``, after every
+        timer started before it (nothing without a retention)."""
+        retention = self.retention
+        if retention is None:
+            return
+        self.started += 1
+        rec.kept = self.started
+        self.push_timer(Timer(rec.enqueued_at + retention, rec.kept, rec.id, RETENTION))
+
+    def accept_at(self, id: str, body: T, now: float) -> Wake:
+        """:meth:`accept` on a queue that reads the clock at acceptance: the message's enqueue
+        time is ``now`` and its retention timer starts."""
+        self.accepted.add(id)
+        self.visible[id] = rec = Record(id, body)
+        rec.enqueued_at = now
+        self.retain(rec)
+        return RECEIVER
+
+    def accept_batch_at(self, ids: Sequence[str], bodies: Sequence[T], now: float) -> Wake:
+        """:meth:`accept_batch` on a queue that reads the clock at acceptance (see
+        :meth:`accept_at`): each entry as one ``accept_at``, in order."""
+        for id, body in zip(ids, bodies, strict=True):
+            self.accept_at(id, body, now)
+        return (len(ids), 0)
+
+    def accept_delayed_at(self, id: str, body: T, visible_at: float, now: float) -> Wake:
+        """:meth:`accept_delayed` on a queue that reads the clock at acceptance: its delay
+        timer first, then its retention timer (design note rule 4)."""
+        self.accepted.add(id)
+        rec = Record(id, body)
+        rec.enqueued_at = now
+        self.add_delayed(rec, visible_at)
+        self.retain(rec)
+        return NOBODY
+
+    def age_out(self, rec: Record[T]) -> Wake:
+        """A due retention timer's step: the active ``rec`` is AGED_OUT (terminal): out of its
+        group (its receipt dies, its deadline or delay timer goes stale); one slot freed."""
+        self.remove(rec.id)
+        self.aged.append(rec.id)
+        return SENDER
+
+    def enqueue_time_of_move(self, rec: Record[T], now: float) -> float:
+        """The enqueue time a message dead-lettered into this queue keeps: a standard queue
+        keeps the original (AWS: "the enqueue timestamp is unchanged"); a FIFO queue resets it
+        (:class:`impl.fifo_core.FifoCore`)."""
+        return rec.enqueued_at
+
+    def new_record(self, id: str, body: T, group: str | None) -> Record[T]:
+        """A record for a message this queue takes in by a move (``group``: FIFO only)."""
+        return Record(id, body)
+
+    def joined(self, rec: Record[T]) -> Wake:
+        """The wake of a message just appended to the visible tail by a move: a receiver."""
+        return RECEIVER
+
+    def move_in(self, rec: Record[T], now: float, source: object) -> Wake:
+        """The target's half of a dead-letter move (one step with the source's release): the
+        message ``rec`` that died in ``source`` joins this queue's visible tail with the same
+        id, body, group (FIFO) and attempt, its enqueue time as :meth:`enqueue_time_of_move`
+        says, its retention timer started; no dedup check, no dedup record."""
+        moved = self.new_record(rec.id, rec.body, getattr(rec, "group", None))
+        moved.attempt = rec.attempt
+        moved.enqueued_at = self.enqueue_time_of_move(rec, now)
+        self.accepted.add(rec.id)
+        self.visible[rec.id] = moved
+        self.sources[rec.id] = source
+        self.retain(moved)
+        return self.joined(moved)
+
+    def redrive_out(self, rec: Record[T], to: object, new_id: str) -> Wake:
+        """The dead-letter queue's half of a redrive move: the visible ``rec`` is MOVED
+        (terminal here), to the queue ``to`` as ``new_id``; one slot freed."""
+        del self.visible[rec.id]
+        self.moved[rec.id] = (to, new_id)
+        return SENDER
+
+    def accept_moved(self, id: str, body: T, group: str | None, now: float) -> Wake:
+        """The destination's half of a redrive move: a new message ``id`` (attempt 0, enqueued
+        ``now``, retention restarted, no source) joins the visible tail; no dedup."""
+        rec = self.new_record(id, body, group)
+        rec.enqueued_at = now
+        self.accepted.add(id)
+        self.visible[id] = rec
+        self.retain(rec)
+        return self.joined(rec)
+
+    def arm_tick(self, name: str, due: float) -> None:
+        """(Re-)arm the redrive task ``name``'s tick at ``due``, after every timer started
+        before it; its previous tick goes stale."""
+        self.started += 1
+        self.ticks[name] = self.started
+        self.push_timer(Timer(due, self.started, name, TICK))
+
+    def drop_tick(self, name: str) -> None:
+        """The task ``name`` no longer ticks (completed or cancelled): its timer goes stale."""
+        self.ticks.pop(name, None)
+
     # -- self-check --------------------------------------------------------------------------
 
     def check(self) -> None:
@@ -519,4 +726,4 @@ class Core(Generic[T]):
         assert cap is None or active <= cap, "CapacityBound"
         assert len(self.accepted) == active + len(self.done) + len(self.cancelled) + len(
             self.dead
-        ), "OneState"
+        ) + len(self.aged) + len(self.moved), "OneState"

@@ -34,3 +34,8 @@ class DuplicateIdError(ValueError):
     A ``ValueError``, as the contract requires; its own class lets an adapter such as
     :class:`impl.JobQueue` tell a duplicate from a malformed id without parsing messages.
     """
+
+
+class RedriveRunning(RuntimeError):
+    """``start_redrive`` on a dead-letter queue that already has a running redrive task (only one
+    runs per queue, as SQS's ``StartMessageMoveTask``): cancel it or let it complete first."""

@@ -48,13 +48,29 @@ class FifoQueue(BaseQueue[T]):
         delay: float = 0.0,
         dedup_interval: float = 300.0,
         clock: Clock | None = None,
+        *,
+        dead_letter: FifoQueue[T] | None = None,
+        retention: float | None = None,
+        name: str | None = None,
     ) -> None:
         """As :class:`impl.Queue`, plus ``dedup_interval``: seconds (finite, > 0) after an
-        acceptance during which a send with the same ``dedup_id`` is a duplicate."""
-        super().__init__(capacity, visibility_timeout, max_receives, delay, clock)
+        acceptance during which a send with the same ``dedup_id`` is a duplicate. A
+        ``dead_letter`` target must be a FIFO queue too."""
+        # Checked before the shell links this queue into its target's system: a bad interval
+        # must change nothing.
         interval = check_time("dedup_interval", dedup_interval)
         if not interval > 0:
             raise ValueError(f"dedup_interval must be > 0, got {dedup_interval!r}")
+        super().__init__(
+            capacity,
+            visibility_timeout,
+            max_receives,
+            delay,
+            clock,
+            dead_letter=dead_letter,
+            retention=retention,
+            name=name,
+        )
         core = self._core
         assert isinstance(core, FifoCore)
         core.dedup_interval = interval
@@ -136,30 +152,39 @@ class FifoQueue(BaseQueue[T]):
                         return 0
                 return self._unclaimed("send", named, 1)
 
+            system = self._system
             try:
                 if id is not None and id in self._fcore.accepted:
                     raise DuplicateIdError(f"id {id!r} was already accepted by this queue")
+                if id is not None and system is not None and system.taken(id):
+                    raise DuplicateIdError(
+                        f"id {id!r} was already accepted by a queue of this system"
+                    )
                 if not self._wait_for_room("send", need, block, endtime, wait):
                     return settled[0]
+                reserved = [] if system is None else system.reserve([id], ["id"])
             except (Full, DuplicateIdError, ShutDown):
                 if dedup_id is not None:
                     self._fcore.rejected(dedup_id, id, self._clock.now())
                 raise
             # prepare: everything that may raise
             if id is None:
-                id = self._fcore.fresh_id()
+                id = self._fcore.fresh_id() if system is None else reserved[0]
             try:
                 now = self._clock.now()
                 visible_at = check_later("delay", now, d) if d else now
-                if d and self._sweeper is None:
+                if (d or self._fcore.retention is not None) and self._sweeper is None:
                     self._start_sweeper()
                 if self._trace is not None:
                     self._record("send", (id, d, group, dedup_id), True, now)
             except BaseException:
+                if system is not None:
+                    system.unreserve(reserved)
                 self._notify(self.not_full)  # a notify may have woken us for this slot
                 raise
             # commit
             self._accept(id, body, group, dedup_id, visible_at if d else None, now)
+            self._aim_retention()
             self._fcore.check()
             return id
 
@@ -246,6 +271,10 @@ class FifoQueue(BaseQueue[T]):
                     raise DuplicateIdError(
                         f"entries[{i}].id {mine!r} was already accepted by this queue"
                     )
+                if mine is not None and self._system is not None and self._system.taken(mine):
+                    raise DuplicateIdError(
+                        f"entries[{i}].id {mine!r} was already accepted by a queue of this system"
+                    )
             if self._fcore.capacity is not None and len(fresh) > self._fcore.capacity:
                 raise ValueError(
                     f"entries: a batch of {len(fresh)} new messages can never fit a "
@@ -264,7 +293,19 @@ class FifoQueue(BaseQueue[T]):
             if fresh:  # a batch of duplicates only needs no room, and waits for nothing
                 self._wait_for_room("send_batch", need, block, endtime, wait)
             # prepare: everything that may raise
-            new_ids = iter(self._fcore.fresh_ids([ids[i] for i in fresh], explicit))
+            system = self._system
+            reserved: list[str] = []
+            if system is None:
+                new_ids = iter(self._fcore.fresh_ids([ids[i] for i in fresh], explicit))
+            else:
+                try:
+                    reserved = system.reserve(
+                        [ids[i] for i in fresh], [f"entries[{i}].id" for i in fresh]
+                    )
+                except BaseException:
+                    self._notify(self.not_full)
+                    raise
+                new_ids = iter(reserved)
             final: list[str] = []
             results: list[object] = []
             for i in range(n):
@@ -278,7 +319,8 @@ class FifoQueue(BaseQueue[T]):
             try:
                 now = self._clock.now()
                 visible_at = check_later("delay", now, d) if d else now
-                if d and fresh and self._sweeper is None:
+                timed = d or self._fcore.retention is not None
+                if timed and fresh and self._sweeper is None:
                     self._start_sweeper()
                 if self._trace is not None:
                     self._record(
@@ -288,6 +330,8 @@ class FifoQueue(BaseQueue[T]):
                         now,
                     )
             except BaseException:
+                if system is not None:
+                    system.unreserve(reserved)
                 self._notify(self.not_full)
                 raise
             # commit: each new entry as send, in order
@@ -295,6 +339,7 @@ class FifoQueue(BaseQueue[T]):
                 self._accept(
                     final[i], batch[i].body, groups[i], dedups[i], visible_at if d else None, now
                 )
+            self._aim_retention()
             self._fcore.check()
             return final
 

@@ -16,6 +16,11 @@ around every call).
   acceptance of the same ``dedup_id`` is a duplicate (``duplicate``, checked by the shell before
   anything else); an accepted one starts its window (``remember``); a rejected one records
   nothing (``DedupWindow``).
+- Issue 25: a message dead-lettered into a FIFO queue takes the next place in its send order
+  (the tail of its group), with its enqueue time reset to the move (AWS: "the enqueue timestamp
+  resets when the message is moved to a dead-letter queue"); a move or a redrive into a FIFO
+  queue is never deduplicated and records no dedup id (AWS replaces the dedup id by the message
+  id, which is unique). Every FIFO record has its enqueue time (a FIFO send reads the clock).
 """
 
 from __future__ import annotations
@@ -156,12 +161,14 @@ class FifoCore(Core[T]):
         self.accepted.add(id)
         self.sends += 1
         rec = FifoRecord(id, body, group, self.sends)
+        rec.enqueued_at = now
         wake = NOBODY
         if visible_at is not None:
             self.add_delayed(rec, visible_at)
         else:
             self.visible[id] = rec
             wake = RECEIVER
+        self.retain(rec)
         if dedup_id is not None:
             self.remember(dedup_id, id, now)
         return wake
@@ -230,6 +237,26 @@ class FifoCore(Core[T]):
         senders = super().delete(rec)[1]
         assert isinstance(rec, FifoRecord)
         return (self.wake_group(rec.group), senders)
+
+    def age_out(self, rec: Record[T]) -> Wake:
+        flying = rec.id in self.in_flight
+        senders = super().age_out(rec)[1]
+        assert isinstance(rec, FifoRecord)
+        return (self.wake_group(rec.group) if flying else 0, senders)
+
+    def enqueue_time_of_move(self, rec: Record[T], now: float) -> float:
+        return now  # AWS: a move into a FIFO dead-letter queue resets the enqueue time
+
+    def new_record(self, id: str, body: T, group: str | None) -> Record[T]:
+        assert group is not None, "a FIFO queue takes in only FIFO messages"
+        self.sends += 1
+        return FifoRecord(id, body, group, self.sends)
+
+    def joined(self, rec: Record[T]) -> Wake:
+        # The tail of send order is the tail of its group: deliverable unless the group is
+        # locked by a message of it in flight here.
+        assert isinstance(rec, FifoRecord)
+        return NOBODY if rec.group in self.locked() else RECEIVER
 
     def cancel(self, id: str) -> Wake | None:
         flying = self.in_flight.get(id)

@@ -94,7 +94,8 @@ class Stats:
     """How many messages are in each state, counted in one atomic step.
 
     ``delayed`` comes last (with a default) so that values built before delays existed still
-    compare equal.
+    compare equal; so do ``aged_out`` (messages whose retention ran out here) and ``moved``
+    (messages a redrive moved out of this dead-letter queue), after it.
     """
 
     visible: int
@@ -103,6 +104,8 @@ class Stats:
     cancelled: int
     dead: int
     delayed: int = 0
+    aged_out: int = 0
+    moved: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,6 +140,9 @@ class Snapshot(Generic[T]):
                   the queue keeps, one per dedup id (that of its latest acceptance), sorted by
                   dedup id, as the spec's ``State.dedup``; records whose window has passed may
                   have been dropped. ``()`` on standard queues.
+    ``aged_out`` and ``moved``, as sets of ids: the messages whose retention ran out here, and
+                  those a redrive moved out of this dead-letter queue (empty, the defaults, on
+                  a queue with neither, so snapshots taken before they existed compare equal).
     """
 
     visible: tuple[SnapshotMessage[T], ...]
@@ -146,6 +152,8 @@ class Snapshot(Generic[T]):
     cancelled: frozenset[str]
     delayed: tuple[SnapshotMessage[T], ...] = ()
     dedup: tuple[tuple[str, str, float], ...] = ()
+    aged_out: frozenset[str] = frozenset()
+    moved: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True, slots=True)

@@ -77,6 +77,8 @@ class Queue(BaseQueue[T]):
             core = self._core
             if id is not None and id in core.accepted:
                 raise DuplicateIdError(f"id {id!r} was already accepted by this queue")
+            if id is not None and self._system is not None and self._system.taken(id):
+                raise DuplicateIdError(f"id {id!r} was already accepted by a queue of this system")
             if d:
                 check_later("delay", self._clock.now(), d)  # an argument error: before waiting
             endtime = None if wait is None else check_later("timeout", self._clock.now(), wait)
@@ -85,6 +87,8 @@ class Queue(BaseQueue[T]):
                 self._wait_for_room(
                     "send", lambda: self._unclaimed("send", named, 1), block, endtime, wait
                 )
+            if self._stamped or self._system is not None:
+                return self._send_system(id, body, d)
             if id is None:
                 id = core.fresh_id()
             if d:
@@ -118,6 +122,42 @@ class Queue(BaseQueue[T]):
         self._wake(self._core.accept_delayed(id, body, visible_at))
         self._aim(visible_at)
         self._core.check()
+        return id
+
+    def _send_system(self, id: str | None, body: T, delay: float) -> str:
+        # The rest of send for a queue in a system, or one that reads the clock at acceptance
+        # (a retention or a target): reserve the id system-wide, read the time, start the
+        # sweeper for a delay or a retention timer, trace; then commit.
+        core = self._core
+        system = self._system
+        reserved: list[str] = []
+        try:
+            if system is not None:
+                reserved = system.reserve([id], ["id"])
+                id = reserved[0]
+            elif id is None:
+                id = core.fresh_id()
+            now = self._clock.now()
+            visible_at = check_later("delay", now, delay) if delay else now
+            if (delay or core.retention is not None) and self._sweeper is None:
+                self._start_sweeper()
+            if self._trace is not None:
+                self._record("send", (id, delay), True, now)
+        except BaseException:
+            if system is not None:
+                system.unreserve(reserved)
+            self._notify(self.not_full)  # a notify may have woken us for this slot (see _wait)
+            raise
+        # commit
+        if delay:
+            self._wake(core.accept_delayed_at(id, body, visible_at, now))
+            self._aim(visible_at)
+        elif self._stamped:
+            self._wake(core.accept_at(id, body, now))
+        else:
+            self._wake(core.accept(id, body))
+        self._aim_retention()
+        core.check()
         return id
 
     def send_batch(
@@ -182,6 +222,10 @@ class Queue(BaseQueue[T]):
                     raise DuplicateIdError(
                         f"entries[{i}].id {id!r} was already accepted by this queue"
                     )
+                if self._system is not None and self._system.taken(id):
+                    raise DuplicateIdError(
+                        f"entries[{i}].id {id!r} was already accepted by a queue of this system"
+                    )
             longest = max(delays)
             if longest:
                 check_later("delay", self._clock.now(), longest)  # before waiting
@@ -191,12 +235,28 @@ class Queue(BaseQueue[T]):
                 "send_batch", lambda: self._unclaimed("send_batch", named, n), block, endtime, wait
             )
             # prepare: everything that may raise
-            final = core.fresh_ids(ids[:k], explicit)
+            system = self._system
+            stamped = self._stamped
+            reserved: list[str] = []
+            if system is None:
+                final = core.fresh_ids(ids[:k], explicit)
+            else:
+                try:
+                    final = reserved = system.reserve(
+                        ids[:k], [f"entries[{i}].id" for i in range(k)]
+                    )
+                except BaseException:
+                    self._notify(self.not_full)  # another queue took an id while this waited
+                    raise
             try:
                 now = None
                 visible_at: list[float] = []
-                if longest:
+                if stamped:
                     now = self._clock.now()
+                    if core.retention is not None and self._sweeper is None:
+                        self._start_sweeper()
+                if longest:
+                    now = self._clock.now() if now is None else now
                     visible_at = [
                         check_later(f"entries[{i}].delay", now, d) if d else 0.0
                         for i, d in enumerate(delays[:k])
@@ -206,10 +266,21 @@ class Queue(BaseQueue[T]):
                 if self._trace is not None:
                     self._record("send_batch", (tuple(final), tuple(delays[:k])), True, now)
             except BaseException:
+                if system is not None:
+                    system.unreserve(reserved)
                 self._notify(self.not_full)  # a notify may have woken us for this room
                 raise
             # commit: each entry as send, in order
-            if not longest:  # the common batch: every entry visible at once
+            if stamped:
+                assert now is not None
+                for i, id in enumerate(final):
+                    if delays[i]:
+                        self._wake(core.accept_delayed_at(id, batch[i].body, visible_at[i], now))
+                        self._aim(visible_at[i])
+                    else:
+                        self._wake(core.accept_at(id, batch[i].body, now))
+                self._aim_retention()
+            elif not longest:  # the common batch: every entry visible at once
                 self._wake(core.accept_batch(final, [e.body for e in batch[:k]]))
             else:
                 for i, id in enumerate(final):

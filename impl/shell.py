@@ -32,25 +32,52 @@ timer) and ``_sleep_until()`` (the time the sweeper sleeps until).
 Failure model (docs/failure-model.md): every transition does all that can raise before its
 commit, so it takes full effect or none; the sweeper (``impl/sweeper.py``) survives a failed
 round; fork handlers (``impl/forking.py``) give a child process fresh locks.
+
+Dead-letter queues that are queues, retention and redrive (issue 25, ``/work/notes/
+dlq-design.md``): a queue may name a ``dead_letter`` target (a queue of the same kind, created
+before it, unbounded, on the same clock, with ``max_receives`` set here). Such queues form a
+system sharing one id registry (``impl/system.py``). Every releasing operation of a queue with
+a target (retry, change_visibility(0), change_visibility_batch, sweep and the sweeper's round)
+holds the target's lock and then its own (creation order) and reads the clock first, so a
+release that dies moves the message into the target in the same step (``Core.release`` ->
+``Core.move_in``); it then wakes a sender here and the receivers the move enabled there, and
+aims the target's sweeper at its retention timers. A redrive (``start_redrive``,
+``impl/redrive.py``) holds the dead-letter queue's lock and its destinations' in creation
+order. ``retention`` adds a retention timer per message (``impl/timers.py``).
+
+Choices where the note is silent: a queue with a ``dead_letter`` and no ``clock`` takes its
+target's clock; ``name`` follows SQS's queue names (1 to 80 letters, digits, ``-``, ``_``, a
+FIFO queue's may end in ``.fifo``) and is unique within a system; a move into a target that has
+been shut down or closed still happens (a release cannot fail); the move is not a trace step
+of its own: the release's step in the source's trace stands for it (the source's dead-letter
+configuration says it moves), and the target's sink records nothing for it (record both
+queues into one list to see the system's order: each step is recorded under every lock it
+holds).
 """
 
 from __future__ import annotations
 
 import enum
+import re
 import threading
 import warnings
 import weakref
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from types import TracebackType
 from typing import Any, ClassVar, Final, Generic, Literal, Self
 
 from impl import forking
 from impl.clock import Clock, MonotonicClock, check_clock
-from impl.core import MAX_BATCH, Core, Record, T, Wake
-from impl.errors import DuplicateIdError, Empty, Full, ShutDown
+from impl.core import MAX_BATCH, TICK_RECORD, Core, Record, T, Wake
+from impl.errors import DuplicateIdError, Empty, Full, RedriveRunning, ShutDown
+from impl.fifo_core import FifoCore
 from impl.message import Health, Message, Receipt, Snapshot, Stats
+from impl.redrive import RETRY_AFTER, RedriveStatus, RedriveTask
 from impl.sweeper import SweeperLink, log, sweep_forever
 from impl.sync import sync_of
+from impl.system import System, hold, in_lock_order
+from impl.timers import Timer
 from impl.validate import (
     INF,
     check_bool,
@@ -61,9 +88,19 @@ from impl.validate import (
     check_optional_int,
     check_optional_time,
     check_time,
+    is_number,
+    to_finite,
 )
 
+#: A queue's name: SQS's form (1 to 80 letters, digits, ``-``, ``_``; ``.fifo`` may end it).
+NAME_PATTERN: Final = re.compile(r"(?=.{1,80}$)[A-Za-z0-9_-]+(\.fifo)?")
+
 __all__ = ["QUEUE_DEFAULT", "BaseQueue", "Default", "TraceStep", "check_batch"]
+
+
+def _deref(ref: object) -> Any:
+    """The object a weak reference of the core's (a handle) points to, or ``None``."""
+    return ref() if isinstance(ref, weakref.ref) else None
 
 
 class Default(enum.Enum):
@@ -134,6 +171,10 @@ class BaseQueue(Generic[T]):
         max_receives: int | None = None,
         delay: float = 0.0,
         clock: Clock | None = None,
+        *,
+        dead_letter: BaseQueue[T] | None = None,
+        retention: float | None = None,
+        name: str | None = None,
     ) -> None:
         """Make an empty queue, or raise ``TypeError``/``ValueError`` naming the bad argument.
 
@@ -142,15 +183,39 @@ class BaseQueue(Generic[T]):
         hidden; ``None`` means deliveries never expire. ``max_receives``: a release after this
         many deliveries dead-letters the message; ``None`` never does. ``delay``: seconds a sent
         message stays delayed unless its send says otherwise (0: visible at once). ``clock``:
-        defaults to the real clock.
+        defaults to the real clock (with a ``dead_letter``: to the target's clock).
+
+        Issue 25 (keyword only): ``dead_letter``, the queue a message that dies here moves to
+        (same kind, created before this one, unbounded, same clock, not closed; needs
+        ``max_receives``); ``retention``, seconds (finite, > 0) a message may stay in this
+        queue before it ages out (``None``: forever); ``name``, this queue's name (default
+        ``queue-<token>``), unique within its system. A bad configuration raises naming the
+        argument and changes nothing, the target included.
         """
         capacity = check_optional_int("capacity", capacity, 0)
         self._visibility_timeout = check_optional_time("visibility_timeout", visibility_timeout)
         max_receives = check_optional_int("max_receives", max_receives, 1)
         self._delay = check_time("delay", delay)
+        if clock is None and dead_letter is not None and isinstance(dead_letter, BaseQueue):
+            clock = dead_letter.clock
         self._clock: Clock = MonotonicClock() if clock is None else check_clock("clock", clock)
+        kept = self._check_retention(retention)
+        self._check_dead_letter(dead_letter, max_receives)
+        if name is not None:
+            self._check_name(name, dead_letter)
         self._token = forking.new_token()
         self._core: Core[T] = self._core_class(self._token, capacity, max_receives)
+        self._name = f"queue-{self._token}" if name is None else name
+        self._core.retention = kept
+        self._core.handle = weakref.ref(self)
+        #: The dead-letter target, and the system of queues this one is in (``None``: alone).
+        self._dlq: BaseQueue[T] | None = dead_letter
+        self._system: System | None = None
+        #: Whether a send reads the clock for the message's enqueue time (the core's
+        #: ``accept_at`` steps): with a retention or a target (a move keeps that time).
+        self._stamped = kept is not None or dead_letter is not None
+        #: Redrive tasks started on this queue, oldest first.
+        self._tasks: list[RedriveTask[T]] = []
 
         # An RLock, not a Lock: Condition.wait re-takes an RLock in a way that a signal handler
         # cannot interrupt, and an RLock can never be released by a thread that does not hold
@@ -170,7 +235,85 @@ class BaseQueue(Generic[T]):
         # The thread now inside the trace sink, so a call back into the queue from the sink is
         # refused (with an RLock it would otherwise re-enter a half-done transition).
         self._sink_thread: int | None = None
+        if dead_letter is not None:
+            self._join(dead_letter)
         forking.register(self)
+
+    # -- configuration checks and the system (issue 25) ---------------------------------------
+
+    @staticmethod
+    def _check_retention(retention: object) -> float | None:
+        if retention is None:
+            return None
+        if not is_number(retention):
+            raise TypeError(
+                f"retention must be a number of seconds or None, got {type(retention).__name__}"
+            )
+        kept = to_finite("retention", retention)  # type: ignore[arg-type]
+        if not kept > 0:
+            raise ValueError(f"retention must be > 0 seconds (or None: forever), got {retention!r}")
+        return kept
+
+    def _check_dead_letter(self, target: object, max_receives: int | None) -> None:
+        """Design note rule 1: a target that cannot work is a ``ValueError`` naming
+        ``dead_letter`` (``TypeError`` for one that is not a queue), before anything changes."""
+        if target is None:
+            return
+        if not isinstance(target, BaseQueue):
+            raise TypeError(f"dead_letter must be an impl queue, got {type(target).__name__}")
+        fifo = issubclass(self._core_class, FifoCore)
+        if isinstance(target._core, FifoCore) != fifo:
+            kinds = ("a FIFO queue", "a standard queue")
+            raise ValueError(
+                f"dead_letter must be a queue of the same kind: this is {kinds[not fifo]}, "
+                f"the target is {kinds[fifo]}"
+            )
+        if max_receives is None:
+            raise ValueError(
+                "dead_letter needs max_receives: a message moves to its target only after "
+                "max_receives deliveries"
+            )
+        if target.capacity is not None:
+            raise ValueError(
+                f"dead_letter must be unbounded (capacity=None), got a target of capacity "
+                f"{target.capacity}: a move commits a release, which cannot wait for room"
+            )
+        if target.clock is not self._clock:
+            raise ValueError(
+                "dead_letter must use the same clock object as this queue (its moves and "
+                "retention read one time)"
+            )
+        if target._closed:
+            raise ValueError(f"dead_letter {target.name!r} is closed")
+
+    def _check_name(self, name: object, target: BaseQueue[T] | None) -> None:
+        if not isinstance(name, str):
+            raise TypeError(f"name must be a str, got {type(name).__name__}")
+        if NAME_PATTERN.fullmatch(name) is None:
+            raise ValueError(
+                "name must be 1 to 80 letters, digits, '-' or '_' (a FIFO queue's may end in "
+                f"'.fifo'), got {name!r}"
+            )
+        if target is not None:
+            system = target._system
+            taken = system.names if system is not None else {target.name}
+            if name in taken:
+                raise ValueError(f"name {name!r} is taken by another queue of this system")
+
+    def _join(self, target: BaseQueue[T]) -> None:
+        """Link this new queue to ``target``: join its system (made from the target if it is in
+        none: its accepted ids and counter carry over), under the target's lock."""
+        with target.mutex:
+            system = target._system
+            if system is None:
+                tcore = target._core
+                system = System(tcore.accepted, tcore._ids)
+                system.names.add(target.name)
+                target._system = system
+            system.names.add(self._name)
+            self._system = system
+            self._core._ids = system.counter
+            self._core.target = target._core
 
     def _make_sync(self) -> None:
         # The lock, the three conditions (see the module docstring for who notifies each) and
@@ -210,6 +353,21 @@ class BaseQueue(Generic[T]):
     def delay(self) -> float:
         """The delay of a send that gives none, in seconds."""
         return self._delay
+
+    @property
+    def name(self) -> str:
+        """This queue's name (unique within its system)."""
+        return self._name
+
+    @property
+    def dead_letter(self) -> BaseQueue[T] | None:
+        """The queue a message that dies here moves to, or ``None`` (it stays here, DEAD)."""
+        return self._dlq
+
+    @property
+    def retention(self) -> float | None:
+        """Seconds a message may stay in this queue before it ages out (``None``: forever)."""
+        return self._core.retention
 
     # -- receiving ----------------------------------------------------------------------------
 
@@ -395,14 +553,19 @@ class BaseQueue(Generic[T]):
             raise _not_a_receipt(receipt)
         if self._sink_thread is not None:
             self._refuse_reentry("retry")
-        with self.mutex:
+        with self.mutex if self._dlq is None else self._release_locks():
             core = self._core
             rec = core.live(receipt)
+            now = None
+            if self._dlq is not None and rec is not None:
+                now = self._prepare_release(core.dies(rec))
             if self._trace is not None:
-                self._record("retry", (receipt.id, receipt.attempt), rec is not None)
+                self._record("retry", (receipt.id, receipt.attempt), rec is not None, now)
             if rec is None:
                 return False
             self._wake(core.retry(rec))
+            if self._dlq is not None:
+                self._after_moves()
             core.check()
             return True
 
@@ -420,7 +583,7 @@ class BaseQueue(Generic[T]):
         t = check_time("timeout", timeout)
         if self._sink_thread is not None:
             self._refuse_reentry("change_visibility")
-        with self.mutex:
+        with self.mutex if self._dlq is None else self._release_locks():
             core = self._core
             rec = core.live(receipt)
             if rec is None:
@@ -428,9 +591,14 @@ class BaseQueue(Generic[T]):
                     self._record("change_visibility", (receipt.id, receipt.attempt, t), False)
                 return False
             if t == 0:
+                now = None
+                if self._dlq is not None:
+                    now = self._prepare_release(core.dies(rec))
                 if self._trace is not None:
-                    self._record("change_visibility", (rec.id, rec.attempt, t), None)
+                    self._record("change_visibility", (rec.id, rec.attempt, t), None, now)
                 self._wake(core.release(rec))
+                if self._dlq is not None:
+                    self._after_moves()
             else:
                 now = self._clock.now()
                 deadline = check_later("timeout", now, t)
@@ -466,7 +634,7 @@ class BaseQueue(Generic[T]):
             checked.append((receipt, check_time(f"changes[{i}].timeout", timeout)))
         if self._sink_thread is not None:
             self._refuse_reentry("change_visibility_batch")
-        with self.mutex:
+        with self.mutex if self._dlq is None else self._release_locks():
             core = self._core
             # The guards, as if the changes before each had been applied: only a release
             # (timeout 0) ends a receipt's life within the batch.
@@ -481,6 +649,14 @@ class BaseQueue(Generic[T]):
                 recs.append(rec)
             extends = any(rec is not None and t for rec, (_, t) in zip(recs, checked, strict=True))
             now = self._clock.now() if extends else None
+            if self._dlq is not None and released:
+                # A release may move a message into the target: it needs the time (and maybe
+                # the target's sweeper); read once, as the batch's one now.
+                dying = any(
+                    rec is not None and not t and core.dies(rec)
+                    for rec, (_, t) in zip(recs, checked, strict=True)
+                )
+                now = self._prepare_release(dying)
             results: list[float | bool | None] = []
             for i, (rec, (_, t)) in enumerate(zip(recs, checked, strict=True)):
                 if rec is None:
@@ -508,6 +684,8 @@ class BaseQueue(Generic[T]):
                 else:
                     assert now is not None
                     self._aim(core.extend(rec, t, now))
+            if self._dlq is not None:
+                self._after_moves()
             core.check()
             return [rec is not None for rec in recs]
 
@@ -572,12 +750,28 @@ class BaseQueue(Generic[T]):
         """
         if self._sink_thread is not None:
             self._refuse_reentry("sweep")
+        if not self._alone():
+            held = self._hold_for_sweep()
+            try:
+                self._sweep_now()
+            finally:
+                for q in reversed(held):
+                    q.mutex.release()
+            return
         with self.mutex:
             now = self._clock.now()
             if self._sweeper is None and len(self._core.timers) and not self._closed:
                 self._start_sweeper()  # before the sweep commits: a failed start changes nothing
             self._expire(now)
             self._core.check()
+
+    def _sweep_now(self) -> None:
+        # sweep()'s body, with every lock it needs held (_hold_for_sweep).
+        now = self._clock.now()
+        if self._sweeper is None and len(self._core.timers) and not self._closed:
+            self._start_sweeper()
+        self._expire(now)
+        self._core.check()
 
     def record_trace(self, sink: Callable[[TraceStep], None] | None) -> None:
         """From now on pass every transition to ``sink``, for trace validation; ``None`` stops.
@@ -633,6 +827,8 @@ class BaseQueue(Generic[T]):
                 cancelled=len(core.cancelled),
                 dead=len(core.dead),
                 delayed=len(core.delayed),
+                aged_out=len(core.aged),
+                moved=len(core.moved),
             )
 
     def snapshot(self) -> Snapshot[T]:
@@ -650,6 +846,8 @@ class BaseQueue(Generic[T]):
                 cancelled=frozenset(core.cancelled),
                 delayed=tuple(r.delayed_snapshot() for r in core.delayed.values()),
                 dedup=core.dedup_records(),
+                aged_out=frozenset(core.aged),
+                moved=frozenset(core.moved),
             )
 
     def health(self) -> Health:
@@ -876,8 +1074,9 @@ class BaseQueue(Generic[T]):
         woken this one: it is passed on first, so no sender with a fresh id sleeps beside a
         free slot."""
         accepted = self._core.accepted
+        system = self._system
         for label, id in named:
-            if id in accepted:
+            if id in accepted or (system is not None and system.taken(id)):
                 if self._core.has_room():
                     self._notify(self.not_full)
                 raise DuplicateIdError(f"{label} {id!r} was accepted while this {op} waited")
@@ -903,15 +1102,378 @@ class BaseQueue(Generic[T]):
         due = core.due(now)
         if not due:
             return
-        if self._trace is not None:
+        if self._dlq is None and not core.ticks and core.retention is None:
+            # A queue with no target, no redrive and no retention: the sweep as it always was.
+            if self._trace is not None:
+                try:
+                    for _, rec in due:
+                        self._record("expire", (), rec.id, now)
+                except BaseException:
+                    core.undo_due(due)
+                    raise
+            for timer, rec in due:
+                self._wake(core.fire(timer, rec))
+            return
+        self._expire_system(due, now)
+
+    def _expire_system(self, due: list[tuple[Timer, Record[T]]], now: float) -> None:
+        """:meth:`_expire` for a queue with a target, a retention or a redrive tick: every lock
+        a move needs is held. A retention timer is traced as ``("age_out", (), id, now)``. A
+        tick (``Core.due`` ends a batch at it) moves what it is due to move, re-arms its next
+        tick, and the timers due by ``now`` are asked for again, so the order stays one."""
+        core = self._core
+        while due:
+            tick: Timer | None = None
+            if due[-1][1] is TICK_RECORD:
+                tick = due.pop()[0]
+            if due:
+                try:
+                    if self._dlq is not None:
+                        dying = any(t.attempt > 0 and core.dies(r) for t, r in due)
+                        self._prepare_release(dying, now)
+                    if self._trace is not None:
+                        for timer, rec in due:
+                            action = "age_out" if timer.attempt < 0 else "expire"
+                            self._record(action, (), rec.id, now)
+                except BaseException:
+                    core.undo_due(due)
+                    if tick is not None:
+                        core.timers.push(tick)
+                    raise
+                for timer, rec in due:
+                    self._wake(core.fire(timer, rec))
+                if self._dlq is not None:
+                    self._after_moves()
+            if tick is None:
+                return
+            self._fire_tick(tick, now)
+            due = core.due(now)
+
+    # -- dead-letter moves, redrive (issue 25) -------------------------------------------------
+
+    def source_of(self, id: str) -> BaseQueue[T] | None:
+        """The queue the message ``id`` was dead-lettered from into this one, or ``None`` (it was
+        sent here, redriven here, is unknown, or its source has since been collected)."""
+        id = check_id("id", id)
+        if self._sink_thread is not None:
+            self._refuse_reentry("source_of")
+        with self.mutex:
+            ref = self._core.sources.get(id)
+        source: BaseQueue[T] | None = _deref(ref)
+        return source
+
+    def moved_to(self, id: str) -> tuple[BaseQueue[T], str] | None:
+        """Where a redrive moved the message ``id`` of this dead-letter queue: ``(destination,
+        new_id)``, or ``None`` (not moved, or the destination has since been collected)."""
+        id = check_id("id", id)
+        if self._sink_thread is not None:
+            self._refuse_reentry("moved_to")
+        with self.mutex:
+            hit = self._core.moved.get(id)
+        if hit is None:
+            return None
+        dest = _deref(hit[0])
+        return None if dest is None else (dest, hit[1])
+
+    def aged_out(self) -> list[str]:
+        """The ids of the messages whose retention ran out in this queue, in that order."""
+        if self._sink_thread is not None:
+            self._refuse_reentry("aged_out")
+        with self.mutex:
+            return list(self._core.aged)
+
+    def redrive_tasks(self) -> list[RedriveTask[T]]:
+        """The redrive tasks started on this queue, most recent first."""
+        with self.mutex:
+            return self._tasks[::-1]
+
+    def start_redrive(
+        self, destination: BaseQueue[T] | None = None, *, rate: float | None = None
+    ) -> RedriveTask[T]:
+        """Start moving this dead-letter queue's visible messages out (``impl/redrive.py``):
+        to each message's source (``destination=None``) or to ``destination`` (a queue of the
+        same kind, on the same clock, not this one), all at once (``rate=None``) or ``rate``
+        moves per second of the clock (finite, > 0), fired by this queue's sweep.
+
+        ``TypeError``/``ValueError`` naming the argument for a bad one, and
+        :class:`impl.errors.RedriveRunning` while another task of this queue runs; nothing
+        changes then. Trace: one ``("redrive", (this queue's name, id), new_id, now)`` step per
+        move, in this queue's trace."""
+        if destination is not None:
+            if not isinstance(destination, BaseQueue):
+                raise TypeError(
+                    f"destination must be an impl queue or None, got {type(destination).__name__}"
+                )
+            if destination is self:
+                raise ValueError("destination must not be the dead-letter queue itself")
+            if isinstance(destination._core, FifoCore) != isinstance(self._core, FifoCore):
+                raise ValueError("destination must be a queue of the same kind (FIFO or standard)")
+            if destination.clock is not self._clock:
+                raise ValueError("destination must use the same clock object as this queue")
+        r: float | None = None
+        if rate is not None:
+            if not is_number(rate):
+                raise TypeError(f"rate must be a number or None, got {type(rate).__name__}")
+            r = to_finite("rate", rate)
+            if not r > 0:
+                raise ValueError(f"rate must be > 0 messages per second, got {rate!r}")
+        if self._sink_thread is not None:
+            self._refuse_reentry("start_redrive")
+        while True:
+            with self.mutex:
+                dests = self._destinations(destination, list(self._core.visible))
+            queues = in_lock_order([self, *dests])
+            with hold(queues):
+                scope = list(self._core.visible)
+                dests = self._destinations(destination, scope)
+                if not {id(q) for q in dests} <= {id(q) for q in queues}:
+                    continue  # a message came in from another source meanwhile: lock it too
+                return self._start_task(destination, r, scope, dests)
+
+    def _destinations(self, destination: BaseQueue[T] | None, ids: list[str]) -> list[Any]:
+        """The queues a redrive of ``ids`` may move into (with the lock held)."""
+        if destination is not None:
+            return [destination]
+        sources = self._core.sources
+        found = {}
+        for id in ids:
+            q = _deref(sources.get(id))
+            if q is not None:
+                found[q._token] = q
+        return list(found.values())
+
+    def _start_task(
+        self,
+        destination: BaseQueue[T] | None,
+        rate: float | None,
+        scope: list[str],
+        dests: list[BaseQueue[T]],
+    ) -> RedriveTask[T]:
+        # start_redrive's body, with this queue's lock and its destinations' held.
+        running = self._running()
+        if running is not None:
+            raise RedriveRunning(
+                f"redrive task {running.name} is still running on queue {self._name!r}: "
+                "cancel it or let it complete first"
+            )
+        now = self._clock.now()
+        if self._sweeper is None and not self._closed:
+            self._start_sweeper()  # before the task exists: a failed start changes nothing
+        task = RedriveTask(self, destination, rate, now, scope)
+        task._queues = dests
+        self._tasks.append(task)
+        core = self._core
+        if rate is not None:
+            core.arm_tick(task.name, now)  # the move k = 0, due at once: the next sweep's
+            self._aim(now)
+            return task
+        try:
+            blocked = self._redrive_moves(task, now, None)
+        except BaseException:
+            self._schedule_retry(task, now)
+            raise
+        if blocked:
+            self._schedule_retry(task, now)
+        core.check()
+        return task
+
+    def _schedule_retry(self, task: RedriveTask[T], now: float) -> None:
+        # A rate=None task that could not move everything: try again RETRY_AFTER from now.
+        if task._scope and task._status is RedriveStatus.RUNNING:
+            self._core.arm_tick(task.name, now + RETRY_AFTER)
+            self._aim(now + RETRY_AFTER)
+
+    def _running(self) -> RedriveTask[T] | None:
+        task = self._tasks[-1] if self._tasks else None
+        return task if task is not None and task._status is RedriveStatus.RUNNING else None
+
+    def _fire_tick(self, tick: Timer, now: float) -> None:
+        """A due redrive tick (every lock of its task held): its moves, then its next tick."""
+        task = self._running()
+        core = self._core
+        assert task is not None and task.name == tick.id
+        core.drop_tick(task.name)
+        try:
+            if task._rate is None:
+                blocked = self._redrive_moves(task, now, None)
+            else:
+                blocked = self._redrive_moves(task, now, 1)
+        except BaseException:
+            core.ticks[task.name] = tick.seq  # not fired: put back, for the next sweep
+            core.timers.push(tick)
+            raise
+        if task._status is not RedriveStatus.RUNNING:
+            return
+        if task._rate is None:
+            if blocked:
+                self._schedule_retry(task, now)
+            return
+        task.ticks += 1
+        due = task._started_at + task.ticks / task._rate
+        core.arm_tick(task.name, due)
+        self._aim(due)
+
+    def _redrive_moves(self, task: RedriveTask[T], now: float, limit: int | None) -> bool:
+        """Move up to ``limit`` (``None``: all) of ``task``'s scope, skipping what is no longer
+        visible or has nowhere to go; each move one step. ``True`` if a full destination
+        stopped it. Completes the task when its scope is exhausted."""
+        core = self._core
+        scope = task._scope
+        moved = 0
+        blocked = False
+        while scope and (limit is None or moved < limit):
+            id = scope[0]
+            rec = core.visible.get(id)
+            dest = task._destination
+            if rec is not None and dest is None:
+                dest = _deref(core.sources.get(id))
+            if rec is None or dest is None:
+                scope.popleft()
+                task._skipped += 1
+                continue
+            dcore = dest._core
+            if not dcore.has_room():
+                blocked = True
+                break
+            # prepare: everything that can fail
+            new_id = dest._fresh_moved_id()
             try:
-                for _, rec in due:
-                    self._record("expire", (), rec.id, now)
+                if dcore.retention is not None and dest._sweeper is None and not dest._closed:
+                    dest._start_sweeper()
+                if self._trace is not None:
+                    self._record("redrive", (self._name, id), new_id, now)
             except BaseException:
-                core.undo_due(due)
+                if dest._system is not None:
+                    dest._system.unreserve([new_id])
                 raise
-        for timer, rec in due:
-            self._wake(core.fire(timer, rec))
+            # commit: one step across the two queues
+            scope.popleft()
+            self._wake(core.redrive_out(rec, weakref.ref(dest), new_id))
+            dest._wake(dcore.accept_moved(new_id, rec.body, getattr(rec, "group", None), now))
+            if dcore.retention is not None:
+                due = dcore.next_due()
+                if due is not None:
+                    dest._aim(due)
+            task._moved += 1
+            moved += 1
+            dcore.check()
+        if not scope:
+            task._status = RedriveStatus.COMPLETED
+            core.drop_tick(task.name)
+        return blocked
+
+    def _fresh_moved_id(self) -> str:
+        """A fresh id for a message redriven into this queue: from its system's registry, or
+        this queue's own counter."""
+        if self._system is not None:
+            return self._system.fresh()
+        return self._core.fresh_id()
+
+    def _alone(self) -> bool:
+        """Whether a sweep of this queue holds only its own lock: no target, no redrive tick."""
+        return self._dlq is None and not self._core.ticks
+
+    def _sweep_queues(self) -> list[BaseQueue[Any]]:
+        """The queues whose locks a sweep of this queue holds, in lock order: this one, its
+        target, and every queue its running redrive task may move into."""
+        queues: list[BaseQueue[Any]] = [self]
+        if self._dlq is not None:
+            queues.append(self._dlq)
+        if self._core.ticks:
+            task = self._running()
+            if task is not None:
+                queues.extend(task._queues)
+        return in_lock_order(queues)
+
+    def _hold_for_sweep(self) -> list[BaseQueue[Any]]:
+        """Take every lock a sweep needs (:meth:`_sweep_queues`, in lock order) and return those
+        queues; if the set changed while they were taken, let go and take the new set."""
+        while True:
+            queues = self._sweep_queues()
+            taken: list[BaseQueue[Any]] = []
+            try:
+                for q in queues:
+                    q.mutex.acquire()
+                    taken.append(q)
+            except BaseException:
+                for q in reversed(taken):
+                    q.mutex.release()
+                raise
+            if self._sweep_queues() == queues:
+                return queues
+            for q in reversed(taken):
+                q.mutex.release()
+
+    def _sweep_round_locked(self) -> float | None:
+        """The sweeper's round for a queue that is not alone (called with its own lock held
+        once): let go of it, take every lock the sweep needs in lock order, run the round, let
+        go of the others and keep its own: the sweeper then waits under its own lock alone,
+        with the next due time read under it (no lost arm)."""
+        mutex = self.mutex
+        mutex.release()
+        try:
+            held = self._hold_for_sweep()
+        except BaseException:
+            mutex.acquire()
+            raise
+        try:
+            return self._sweep_round()
+        finally:
+            for q in reversed(held):
+                if q is not self:
+                    q.mutex.release()
+
+    def _release_locks(self) -> AbstractContextManager[None]:
+        """What a releasing operation of a queue with a target holds: the target's lock, then
+        its own (creation order: the target is older)."""
+        assert self._dlq is not None and self._dlq._token < self._token
+        return hold((self._dlq, self))
+
+    def _prepare_release(self, dying: bool, now: float | None = None) -> float:
+        """Before a releasing step of a queue with a target commits: the time (a move needs
+        it), and the target's sweeper if a message may move into a target with a retention.
+        May raise: then nothing has changed."""
+        target = self._dlq
+        assert target is not None
+        if now is None:
+            now = self._clock.now()
+        if (
+            dying
+            and target._core.retention is not None
+            and target._sweeper is None
+            and not target._closed
+        ):
+            target._start_sweeper()
+        self._core.now = now
+        return now
+
+    def _after_moves(self) -> None:
+        """After a releasing step of a queue with a target: wake the receivers its moves
+        enabled in the target, and aim the target's sweeper at the retention timers started."""
+        target = self._dlq
+        assert target is not None
+        core = self._core
+        n = core.moved_receivers
+        if n:
+            core.moved_receivers = 0
+            target._wake((n, 0))
+        tcore = target._core
+        if tcore.retention is not None:
+            due = tcore.next_due()
+            if due is not None:
+                target._aim(due)
+        tcore.check()
+
+    def _aim_retention(self) -> None:
+        """After a step that started retention timers here: aim the sweeper at the earliest."""
+        if self._core.retention is not None:
+            due = self._core.next_due()
+            if due is not None:
+                self._aim(due)
+
+    def _taken(self, id: str) -> bool:
+        """Whether ``id`` was accepted here or, in a system, by any of its queues."""
+        return id in self._core.accepted or (self._system is not None and self._system.taken(id))
 
     # -- internals ----------------------------------------------------------------------------
 

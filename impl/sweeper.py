@@ -6,6 +6,10 @@ return the next due time), then wait on the ``new_deadline`` condition through t
 clock until that time or until a transition arms an earlier timer. It never polls: with no
 timer armed it waits with no deadline at all, so an idle queue uses no CPU.
 
+A queue with a dead-letter target (or a running redrive task) runs its round under the locks
+of every queue the round may move messages into, taken in creation order
+(``BaseQueue._sweep_round_locked``), and waits under its own lock alone.
+
 It holds only a weak reference to its queue, taken strongly for one round at a time, so a queue
 nobody uses can be collected; the queue's ``__del__`` (or ``close``) sets ``link.stopped`` and
 notifies the condition, and the thread ends.
@@ -84,7 +88,9 @@ def sweep_forever(ref: weakref.ReferenceType[BaseQueue[Any]], link: SweeperLink)
             if q is None:
                 return
             try:
-                target = q._sweep_round()
+                # A queue with a dead-letter target or a running redrive needs other queues'
+                # locks for its round (taken in creation order, then back to its own alone).
+                target = q._sweep_round() if q._alone() else q._sweep_round_locked()
                 in_a_row = 0
             except Exception as e:
                 in_a_row += 1

@@ -1,9 +1,17 @@
-"""The timer heap of one queue: delays and visibility deadlines in the contract's one timer order.
+"""The timer heap of one queue: delays, visibility deadlines, retention and redrive ticks in the
+contract's one timer order.
 
-A queue has two kinds of timer: a delayed message's ``visible_at`` and a delivery's deadline.
-Both live in one heap of :class:`Timer` entries ordered by ``(due, seq)``: by due time, ties in
-the order the timers were started (one counter for both kinds). That is exactly the order in
-which the contract's ``expire`` fires them (``tla/Queue.tla``'s ``Expire``, ``spec.expire``).
+A queue has up to four kinds of timer: a delayed message's ``visible_at``, a delivery's
+deadline, a message's retention (due at ``enqueued_at + retention``, design note rule 4) and
+the tick of a running redrive task of a dead-letter queue (rule 5). All live in one heap of
+:class:`Timer` entries ordered by ``(due, seq)``: by due time, ties in the order the timers
+were started (one counter for every kind). That is exactly the order in which the contract's
+``expire`` fires them (``tla/Queue.tla``'s ``Expire``, ``spec.expire``).
+
+The kind is encoded in ``attempt``: ``>= 1`` a delivery's deadline (that delivery's attempt),
+:data:`DELAY` (0) a delay, :data:`RETENTION` (-1) a retention timer, :data:`TICK` (-2) a
+redrive tick (its ``id`` is then the task's name). A queue with no retention and no redrive
+has only the first two, exactly as before.
 
 The heap may hold stale entries (a delivery deleted, released or re-armed, a delay cancelled):
 removing from the middle of a heap is O(n), so an entry is left in place and skipped when it
@@ -16,13 +24,21 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Iterable
-from typing import NamedTuple
+from typing import Final, NamedTuple
+
+#: ``Timer.attempt`` of a delayed message's ``visible_at``.
+DELAY: Final = 0
+#: ``Timer.attempt`` of a message's retention timer.
+RETENTION: Final = -1
+#: ``Timer.attempt`` of a redrive task's tick (``Timer.id`` is the task's name).
+TICK: Final = -2
 
 
 class Timer(NamedTuple):
     """One timer: due at ``due``; ``seq``, its place in start order; the message ``id``; and
-    ``attempt``, the delivery whose deadline it is (>= 1), or 0 for a delayed message's
-    ``visible_at``. Tuples order field by field, so the heap order is (due, seq) and total:
+    ``attempt``, the delivery whose deadline it is (>= 1), or the kind of the other timers:
+    :data:`DELAY`, :data:`RETENTION`, :data:`TICK` (see the module docstring). Tuples order
+    field by field, so the heap order is (due, seq) and total:
     two timers never share a ``seq``."""
 
     due: float
@@ -32,8 +48,23 @@ class Timer(NamedTuple):
 
     @property
     def is_delay(self) -> bool:
-        """Whether this is a delayed message's ``visible_at`` (else a delivery's deadline)."""
+        """Whether this is a delayed message's ``visible_at``."""
         return not self.attempt
+
+    @property
+    def is_deadline(self) -> bool:
+        """Whether this is a delivery's deadline."""
+        return self.attempt > 0
+
+    @property
+    def is_retention(self) -> bool:
+        """Whether this is a message's retention timer."""
+        return self.attempt == RETENTION
+
+    @property
+    def is_tick(self) -> bool:
+        """Whether this is a redrive task's tick."""
+        return self.attempt == TICK
 
 
 class Timers(list[Timer]):
