@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from examples import consumer, dead_letters, effect_once, idempotent, redelivery
+from examples import consumer, dead_letter_queues, dead_letters, effect_once, idempotent, redelivery
 from examples.effect_once import CarelessStore, EffectStore
-from impl import FakeClock, Queue, Stats
+from impl import FakeClock, Queue, RedriveStatus, Stats
 from model_tests.support import BOUND
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -85,6 +85,55 @@ def test_dead_letters_sets_the_poison_message_aside_after_max_receives(
     assert dead == [("poison", 3)]
     out = capsys.readouterr().out.splitlines()
     assert out[:3] == [f"poison: attempt {n} failed, given back" for n in (1, 2, 3)]
+
+
+# -- dead-letter queues that are queues (examples/dead_letter_queues.py, contract section 7) ----
+
+
+def test_dead_letter_queues_the_poison_message_moves_is_received_and_comes_back_with_a_new_id(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    shown = dead_letter_queues.main()
+    # max_receives=2: order-2 is delivered twice in orders; the release after the second
+    # delivery (its visibility timeout, fired by the sweep) dead-letters it into orders-dlq.
+    assert shown.dead_in_orders == ["order-2"]
+    assert shown.source == "orders"
+    # In the dead-letter queue it is the same message: same id and body, attempt kept (two
+    # deliveries in orders, so this delivery is the third).
+    assert shown.dlq_delivery == ("order-2", "1,000", 3)
+    # The redrive moves it back as a new message: a new id, delivered as attempt 1.
+    assert shown.redriven_as not in {id for id, _ in dead_letter_queues.ORDERS}
+    assert shown.redriven_attempt == 1
+    assert shown.task == (RedriveStatus.COMPLETED, 1, 0, 1)
+    assert shown.processed == {"order-1": 250, "order-3": 75, shown.redriven_as: 1000}
+    # orders: three done, order-2's DEAD entry stays ("died here"); the DLQ: one moved out.
+    assert shown.orders == Stats(visible=0, in_flight=0, done=3, cancelled=0, dead=1)
+    assert shown.dlq == Stats(visible=0, in_flight=0, done=0, cancelled=0, dead=0, moved=1)
+    out = capsys.readouterr().out.splitlines()
+    assert "orders: order-2 attempt 2: cannot parse '1,000', left in flight" in out
+    assert "orders: dead letters ['order-2']; orders-dlq: 1 visible" in out
+    assert f"orders: {shown.redriven_as} processed 1000" in out
+
+
+def test_dead_letter_queues_runs_as_a_script_with_nothing_installed() -> None:
+    # `python3 examples/dead_letter_queues.py`: -S leaves out site-packages (and the editable
+    # install's path), so the script finds impl/ from its own location, with no dependency.
+    runs = [
+        subprocess.run(
+            [sys.executable, "-S", "examples/dead_letter_queues.py"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        for _ in range(2)
+    ]
+    for done in runs:
+        assert done.returncode == 0, done.stderr
+        assert done.stderr == ""
+    assert runs[0].stdout == runs[1].stdout  # deterministic: a fake clock, no threads racing
+    assert runs[0].stdout.splitlines()[-1].startswith("orders-dlq: Stats(")
 
 
 # -- issue 18: exactly-once effects (examples/effect_once.py, tla/QueueEffects.tla) ---------------
@@ -158,11 +207,20 @@ def test_effect_once_under_the_duplicate_race_wherever_the_first_consumer_is_slo
 @pytest.mark.parametrize(
     ("name", "last_line"),
     [
-        ("consumer", "Stats(visible=0, in_flight=0, done=5, cancelled=0, dead=0, delayed=0)"),
+        (
+            "consumer",
+            "Stats(visible=0, in_flight=0, done=5, cancelled=0, dead=0, delayed=0, aged_out=0, "
+            "moved=0)",
+        ),
         ("redelivery", "messages done: 1"),
         ("idempotent", "shipped: ['PARCEL 42']"),
         ("dead_letters", "processed: [1, 2]; dead letters: [('poison', 3)]"),
         ("effect_once", "careless store: effect applied 2x; deletes returned [True, False]"),
+        (
+            "dead_letter_queues",
+            "orders-dlq: Stats(visible=0, in_flight=0, done=0, cancelled=0, dead=0, delayed=0, "
+            "aged_out=0, moved=1)",
+        ),
     ],
 )
 def test_python_dash_m_runs_each_example(name: str, last_line: str) -> None:
