@@ -1126,7 +1126,9 @@ class BaseQueue(Generic[T]):
             tick: Timer | None = None
             if due[-1][1] is TICK_RECORD:
                 tick = due.pop()[0]
-            if due:
+            taken = due
+            due = self._still_current(due)
+            if taken:
                 try:
                     if self._dlq is not None:
                         dying = any(t.attempt > 0 and core.dies(r) for t, r in due)
@@ -1136,7 +1138,7 @@ class BaseQueue(Generic[T]):
                             action = "age_out" if timer.attempt < 0 else "expire"
                             self._record(action, (), rec.id, now)
                 except BaseException:
-                    core.undo_due(due)
+                    core.undo_due(taken)
                     if tick is not None:
                         core.timers.push(tick)
                     raise
@@ -1276,6 +1278,22 @@ class BaseQueue(Generic[T]):
             self._schedule_retry(task, now)
         core.check()
         return task
+
+    def _still_current(self, due: list[tuple[Timer, Record[T]]]) -> list[tuple[Timer, Record[T]]]:
+        """The due timers that will still be current when their turn comes in this sweep: a
+        message may have two (its retention timer and a deadline or delay); once one makes it
+        terminal (a retention timer; a deadline whose release dies), its later ones are stale
+        and neither fire nor are traced."""
+        gone: set[str] = set()
+        out = []
+        dies = self._core.dies
+        for timer, rec in due:
+            if rec.id in gone:
+                continue
+            out.append((timer, rec))
+            if timer.attempt < 0 or (timer.attempt > 0 and dies(rec)):
+                gone.add(rec.id)
+        return out
 
     def _schedule_retry(self, task: RedriveTask[T], now: float) -> None:
         # A rate=None task that could not move everything: try again RETRY_AFTER from now.

@@ -357,7 +357,7 @@ def test_the_sweeper_of_the_source_wakes_a_blocked_receiver_of_the_target(
 def test_no_deadlock_between_retries_into_b_and_a_redrive_from_b_into_a(
     clock: FakeClock, spawn: Spawn
 ) -> None:
-    rounds = 200
+    rounds = 1000
     with (
         Queue[str](clock=clock, name="b") as b,
         Queue[str](max_receives=1, clock=clock, dead_letter=b, name="a") as a,
