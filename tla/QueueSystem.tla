@@ -489,6 +489,32 @@ NothingLost ==
          Leads(q, i, N * Cardinality(AllIds))
     /\ \A i \in SysAccepted : \E q \in Queues : In(q, i)
 
+(***************************************************************************)
+(* What a move keeps and what a redrive resets (rules 3 to 5), as state    *)
+(* invariants, so that the mutants of issue 25 fail by name:               *)
+(*   RetentionKeepsEnqueueTime: a dead-lettered message keeps its original *)
+(*     enqueue time in the target (a standard queue, AWS), so its          *)
+(*     retention there counts from when it was first sent, not from the    *)
+(*     move;                                                               *)
+(*   RedriveIsNewMessage: a redriven message is a new one in its           *)
+(*     destination: another id, no source, arrived with attempt 0, and     *)
+(*     enqueued no earlier than the message it replaces (its retention     *)
+(*     restarts).                                                          *)
+(***************************************************************************)
+RetentionKeepsEnqueueTime ==
+    \A q \in Queues : \A i \in DOMAIN data[q].msgs :
+        LET src == data[q].msgs[i].source
+        IN src # None => data[q].msgs[i].enqueuedAt = data[src].msgs[i].enqueuedAt
+
+RedriveIsNewMessage ==
+    \A q \in Queues : \A i \in WithStatus(q, "MOVED") :
+        LET d == data[q].msgs[i].movedTo[1]
+            n == data[q].msgs[i].movedTo[2]
+        IN /\ n # i
+           /\ data[d].msgs[n].source = None
+           /\ data[d].msgs[n].base = 0
+           /\ data[d].msgs[n].enqueuedAt >= data[q].msgs[i].enqueuedAt
+
 \* The history half: a terminal entry never changes (DONE, CANCELLED,
 \* AGED_OUT, DEAD, MOVED), and an accepted id is never forgotten by its queue.
 TerminalStatuses == Statuses \ ActiveStatuses

@@ -264,6 +264,7 @@ InCreationOrder ==
 SystemInvariants ==
     /\ Sys!TypeOK /\ Sys!LocalOneStates /\ Sys!QueueInvariants
     /\ Sys!SystemOneState /\ Sys!NothingLost
+    /\ Sys!RetentionKeepsEnqueueTime /\ Sys!RedriveIsNewMessage
 
 (***************************************************************************)
 (* LockedWrites: a queue's data change only in a step of the thread that  *)
