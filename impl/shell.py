@@ -788,6 +788,21 @@ class BaseQueue(Generic[T]):
         and one ``("expire", (), id, now)`` per timer a sweep fires (a deadline or a delay: the
         message's state tells which), ``now`` being the sweep's time. (A FIFO queue's sends
         carry more: see ``impl.FifoQueue.send``.)
+
+        Issue 25 adds two actions and no argument to the old ones. A retention timer a sweep
+        fires is ``("age_out", (), id, now)`` (in the one timer order among the ``expire``
+        steps). A redrive move is ``("redrive", (dlq_name, id), new_id, now)`` in the
+        dead-letter queue's trace (one step per move, from ``start_redrive`` with ``rate=None``
+        or from the sweep that fires a tick, in order among that sweep's steps); skipped ids
+        and a move a full destination stops are not steps. A dead-letter move is not a step of
+        its own: the source's releasing step (``retry``, ``change_visibility`` with 0, an entry
+        of ``change_visibility_batch``, an ``expire``) whose release dies stands for it, since
+        the source's ``dead_letter`` and ``max_receives`` say it moves; the target's and the
+        destination's sinks record nothing for a message moved in. So a system's run is
+        validated from one list the queues' sinks all append to, each step tagged with its
+        queue's ``name`` (each step is recorded under every lock it holds, so that list is in
+        linearization order), plus the system's configuration. When a sweep holds a redrive
+        tick, a sink that raises vetoes that step and the steps after it, not the ones before.
         ``sink`` is called inside the transition's critical section, after everything else that
         can fail and just before the change is applied, so the order of the calls is the order
         in which the transitions took effect (their linearization order). A sink that raises
