@@ -48,11 +48,13 @@ order. ``retention`` adds a retention timer per message (``impl/timers.py``).
 Choices where the note is silent: a queue with a ``dead_letter`` and no ``clock`` takes its
 target's clock; ``name`` follows SQS's queue names (1 to 80 letters, digits, ``-``, ``_``, a
 FIFO queue's may end in ``.fifo``) and is unique within a system; a move into a target that has
-been shut down or closed still happens (a release cannot fail); the move is not a trace step
-of its own: the release's step in the source's trace stands for it (the source's dead-letter
-configuration says it moves), and the target's sink records nothing for it (record both
-queues into one list to see the system's order: each step is recorded under every lock it
-holds).
+been shut down or closed still happens (a release cannot fail); a dead-letter move is not a
+trace step of its own: the release's step in the source's trace stands for it (the source's
+dead-letter configuration says it moves), and the target's sink records nothing for it (record
+both queues into one list to see the system's order: each step is recorded under every lock it
+holds). A retention timer that fires is an ``age_out`` step, a redrive move a ``redrive`` step
+(see :meth:`BaseQueue.record_trace`). The system's id registry is not re-made after a fork
+(its lock is a leaf held only for a check-and-add).
 """
 
 from __future__ import annotations
@@ -1280,6 +1282,9 @@ class BaseQueue(Generic[T]):
         task._queues = dests
         self._tasks.append(task)
         core = self._core
+        if not scope:
+            task._status = RedriveStatus.COMPLETED  # nothing to move
+            return task
         if rate is not None:
             core.arm_tick(task.name, now)  # the move k = 0, due at once: the next sweep's
             self._aim(now)

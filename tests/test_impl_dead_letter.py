@@ -42,6 +42,55 @@ def kill(q: BaseQueue[str], times: int) -> None:
         q.retry(q.receive(block=False).receipt)
 
 
+def check_system(queues: list[BaseQueue[str]]) -> None:
+    """The design note's rule 6 over the queues' snapshots: ``SystemOneState`` (every id is in
+    exactly one holding state over all queues) and ``NothingLost`` (every departed entry, DEAD
+    in a queue with a target or MOVED, leads to a holding entry, following chains)."""
+    holding: dict[str, list[str]] = {}
+    departed: dict[tuple[int, str], tuple[BaseQueue[str], str]] = {}
+    present: set[tuple[int, str]] = set()
+    for q in queues:
+        snap = q.snapshot()
+        groups = {
+            "visible": [m.id for m in snap.visible],
+            "in_flight": [m.id for m in snap.in_flight],
+            "delayed": [m.id for m in snap.delayed],
+            "done": sorted(snap.done),
+            "cancelled": sorted(snap.cancelled),
+            "aged_out": sorted(snap.aged_out),
+        }
+        dead = [m.id for m in snap.dead]
+        if q.dead_letter is None:
+            groups["dead"] = dead
+        else:
+            for id in dead:
+                departed[(id_of(q), id)] = (q.dead_letter, id)
+        for id in snap.moved:
+            hit = q.moved_to(id)
+            assert hit is not None, f"{q.name}: moved {id} points nowhere"
+            departed[(id_of(q), id)] = hit
+        for state, members in groups.items():
+            for id in members:
+                holding.setdefault(id, []).append(f"{q.name}.{state}")
+                present.add((id_of(q), id))
+    for key in list(departed):
+        present.add(key)
+    assert all(len(v) == 1 for v in holding.values()), {
+        k: v for k, v in holding.items() if len(v) != 1
+    }
+    for (_, id), (dest, new_id) in departed.items():
+        seen = 0
+        while (id_of(dest), new_id) in departed:  # a chain: follow it
+            dest, new_id = departed[(id_of(dest), new_id)]
+            seen += 1
+            assert seen <= len(departed), "a cycle of pointers"
+        assert (id_of(dest), new_id) in present and new_id in holding, (id, dest.name, new_id)
+
+
+def id_of(q: BaseQueue[str]) -> int:
+    return q._token
+
+
 # -- rule 1: configuration -------------------------------------------------------------------
 
 
@@ -279,6 +328,7 @@ def test_a_chain_moves_a_message_twice(clock: FakeClock) -> None:
         assert [m.id for m in c.snapshot().visible] == ["p"]
         assert c.snapshot().visible[0].attempt == 2
         assert (a.stats().dead, b.stats().dead) == (1, 1)
+        check_system([a, b, c])
         assert a._system is b._system is c._system
         assert a.send("x") == "msg-1"  # one counter for the three
         assert c.send("y") == "msg-2"
@@ -388,3 +438,4 @@ def test_no_deadlock_between_retries_into_b_and_a_redrive_from_b_into_a(
         assert total.dead == rounds
         assert b.stats().moved == moved
         assert total.visible + total.in_flight == moved
+        check_system([a, b])

@@ -361,3 +361,21 @@ def test_a_chain_redrives_back_from_its_end(clock: FakeClock) -> None:
         assert c.start_redrive().moved == 1  # back to its source, b
         assert [m.body for m in b.snapshot().visible] == ["x"]
         assert c.moved_to("x") == (b, "msg-1")
+
+
+def test_a_redrive_of_an_empty_queue_completes_at_once(dlq: Queue[str]) -> None:
+    for rate in (None, 5.0):
+        task = dlq.start_redrive(rate=rate)
+        assert (task.status, task.to_move, task.moved) == (RedriveStatus.COMPLETED, 0, 0)
+
+
+def test_a_purge_skips_the_rest_of_a_running_task(
+    src: Queue[str], dlq: Queue[str], clock: FakeClock
+) -> None:
+    dead_letter(src, "a", "b", "c")
+    task = dlq.start_redrive(rate=1)
+    dlq.sweep()  # "a" moves
+    assert dlq.purge() == 2
+    clock.advance(1)
+    dlq.sweep()  # the task still ticks: b and c are no longer visible, so skipped
+    assert (task.status, task.moved, task.skipped) == (RedriveStatus.COMPLETED, 1, 2)
