@@ -27,7 +27,10 @@ notify per unit made available is enough, and no waiter sleeps beside what it wa
 Seams for the mutant catalogue (``model_tests/mutants.py``), besides every core step:
 ``_notify(cond)`` (every wakeup), ``_wait(cond, deadline)`` (every wait),
 ``_wait_for_room(...)`` (the wait of every send), ``_aim(due)`` (waking the sweeper for a new
-timer) and ``_sleep_until()`` (the time the sweeper sleeps until).
+timer), ``_sleep_until()`` (the time the sweeper sleeps until), and for a system of queues
+``_release_locks()`` (the two locks of a releasing operation, in creation order),
+``_sweep_queues()`` (the queues whose locks a sweep holds, in creation order) and
+``_after_moves()`` (the target's half of a releasing step's moves: its wakes and its sweeper).
 
 Failure model (docs/failure-model.md): every transition does all that can raise before its
 commit, so it takes full effect or none; the sweeper (``impl/sweeper.py``) survives a failed
