@@ -145,7 +145,17 @@ def test_opposite_lock_orders_deadlock_the_redrive_and_the_sweeper(
     assert isinstance(want, Function)
     # ... and each waits for the other's.
     assert want[redrive] == (2,) and want[sweeper] == (1,)
-    assert steps[-2].action == steps[-1].action == "Acquire"
+    # The steps docs/tla.md lists: the five calls, then the two lock takes.
+    assert [s.action for s in steps] == [
+        "Initial",
+        "StartSend",
+        "StartReceive",
+        "StartSweep",
+        "StartSweep",
+        "StartRedrive",
+        "Acquire",
+        "Acquire",
+    ]
 
 
 # -- the checks are not vacuous -----------------------------------------------------------------

@@ -1,7 +1,7 @@
 ---------------------------- MODULE QueueSystem ----------------------------
 (***************************************************************************)
 (* A system of queues linked by dead-letter targets: the abstract spec of  *)
-(* issue 25 (/work/notes/dlq-design.md, the rules 1-6 of its semantics).   *)
+(* docs/contract.md, section 7 (the rules 7.1-7.7; "rule N" below is 7.N). *)
 (*                                                                         *)
 (* Each queue is a Queue.tla queue with two more terminal states,          *)
 (* "AGED_OUT" (its retention ran out) and "MOVED" (redriven out of it).    *)
@@ -37,14 +37,14 @@
 (*     its projected attempt counts the deliveries IN THIS QUEUE (the      *)
 (*     record keeps `base', the attempt it arrived with), so it is 0 on    *)
 (*     arrival as Queue's Send says.  The system's dead-letter rule counts *)
-(*     the life count (attempt kept, design rule 3), so the two agree in a *)
+(*     the life count (attempt kept, rule 3), so the two agree in a        *)
 (*     queue without a dead-letter policy of its own (the end of a chain,  *)
 (*     every config here); in the middle of a chain A -> B -> C a moved-in *)
 (*     message dies in B sooner than Queue.tla's rule on B's own count     *)
 (*     would say: that is the design's choice, not a Queue.tla behaviour;  *)
 (*   - the retention timers are not Queue's timers: the projection drops   *)
 (*     them from `timers' (Queue's timers are the delay and visibility     *)
-(*     timers, in start order, which the projection keeps).               *)
+(*     timers, in start order, which the projection keeps).                *)
 (*                                                                         *)
 (* Left out, because Queue.tla already covers them for one queue and they  *)
 (* add nothing across queues: batches (folds of the single operations),    *)
@@ -157,7 +157,7 @@ DropTimers(ts, i) == SelectSeq(ts, LAMBDA e : e[2] # i)
 DropMsgTimer(ts, i) == SelectSeq(ts, LAMBDA e : e # <<"msg", i>>)
 
 (***************************************************************************)
-(* Each operation's effect on the system's data s (a function from queues *)
+(* Each operation's effect on the system's data s (a function from queues  *)
 (* to queue records) as a pure operator, as in Queue.tla: applied once by  *)
 (* the single operations, folded over the due timers by Expire.            *)
 (***************************************************************************)
@@ -345,7 +345,7 @@ Expire(q) ==
 
 (***************************************************************************)
 (* Redrive(q, i, d): one move of a redrive of the dead-letter queue q: to  *)
-(* the message's source, or to a named destination (any other queue).     *)
+(* the message's source, or to a named destination (any other queue).      *)
 (* The destination must have room (a full one: the move does not happen,   *)
 (* the message stays VISIBLE in q -- so it is no step).  The new id is the *)
 (* next of the system counter.                                             *)
@@ -432,7 +432,8 @@ LocalOneState(q) ==
        /\ NoDuplicates(d.dead) /\ Range(d.dead) = WithStatus(q, "DEAD")
        /\ NoDuplicates(d.delayed) /\ Range(d.delayed) = WithStatus(q, "DELAYED")
        /\ NoDuplicates(d.timers)
-       /\ {e[2] : e \in {x \in Range(d.timers) : x[1] = "msg"}} = Range(d.delayed) \cup Range(d.inFlight)
+       /\ {e[2] : e \in {x \in Range(d.timers) : x[1] = "msg"}}
+            = Range(d.delayed) \cup Range(d.inFlight)
        /\ {e[2] : e \in {x \in Range(d.timers) : x[1] = "ret"}}
             = IF Retention[q] = None THEN {}
               ELSE {i \in DOMAIN d.msgs : d.msgs[i].status \in ActiveStatuses}
@@ -456,7 +457,7 @@ Pointer(q, i) ==
 
 (***************************************************************************)
 (* SystemOneState: every accepted id ENDS in exactly one queue, in one     *)
-(* state (per queue a record has one status, LocalOneState): held there,  *)
+(* state (per queue a record has one status, LocalOneState): held there,   *)
 (* or MOVED there -- a redrive gives the message a new id, so the old id   *)
 (* ends at its MOVED entry and the message lives on under the new one      *)
 (* (NothingLost follows it).  A DEAD entry of a queue with a target is no  *)

@@ -1,7 +1,7 @@
 ------------------------- MODULE ThreadedQueueSystem -------------------------
 (***************************************************************************)
 (* The threaded level of QueueSystem.tla: one lock per queue, and the      *)
-(* threads that take two of them (design rule 7).                          *)
+(* threads that take two of them (docs/contract.md, section 7.8).          *)
 (*                                                                         *)
 (* QueueSystem.tla says WHAT a move is: one step across two queues.  This  *)
 (* module says HOW impl/ makes it one step, and why that cannot deadlock:  *)
@@ -25,7 +25,7 @@
 (* nothing, if the operation finds nothing to do) and releases every lock  *)
 (* it holds.  A thread that holds one lock and waits for a second is the   *)
 (* case that matters: with LockOrder = "opposite" the sweeper and a retry  *)
-(* take their own lock first and then the target's, while the redrive     *)
+(* take their own lock first and then the target's, while the redrive      *)
 (* takes the DLQ's first and then the source's -- and TLC finds the        *)
 (* deadlock (ThreadedQueueSystemOppositeOrder.cfg).                        *)
 (*                                                                         *)
@@ -46,8 +46,8 @@
 (* wakeups (a blocking send or receive here gives up instead of waiting;   *)
 (* a sweeper polls in rounds instead of sleeping until its next due time;  *)
 (* the design's sweeper waits under its own lock only, so its wait takes   *)
-(* no second lock); the system's id registry (rule 2: a leaf lock taken    *)
-(* last and held only for its check-and-add, so it adds no cycle).        *)
+(* no second lock); the system's id registry (contract 7.2: a leaf lock    *)
+(* taken last and held only for its check-and-add: it adds no cycle).      *)
 (***************************************************************************)
 EXTENDS Naturals, Sequences, FiniteSets
 
@@ -166,7 +166,7 @@ Tick ==
 (***************************************************************************)
 (*                  THE CRITICAL SECTIONS                                  *)
 (*                                                                         *)
-(* With every lock of its operation held, thread t does the operation's   *)
+(* With every lock of its operation held, thread t does the operation's    *)
 (* QueueSystem step on the data (or nothing, if the operation finds        *)
 (* nothing to do: the call returns empty-handed), releases its locks and   *)
 (* returns.                                                                *)
@@ -206,8 +206,8 @@ CS(t) ==
        IN /\ data' = new
           /\ held' = IF t \notin Consumers THEN held
                      ELSE IF o.name = "receive" /\ new # data
-                     THEN [held EXCEPT ![t] = <<Head(data[o.q].visible),
-                                                data[o.q].msgs[Head(data[o.q].visible)].attempt + 1>>]
+                     THEN LET i == Head(data[o.q].visible)
+                          IN [held EXCEPT ![t] = <<i, data[o.q].msgs[i].attempt + 1>>]
                      ELSE IF o.name \in {"delete", "retry"} THEN [held EXCEPT ![t] = None]
                      ELSE held
     /\ owner' = [q \in Queues |-> IF owner[q] = t THEN None ELSE owner[q]]
@@ -267,12 +267,12 @@ SystemInvariants ==
     /\ Sys!RetentionKeepsEnqueueTime /\ Sys!RedriveIsNewMessage
 
 (***************************************************************************)
-(* LockedWrites: a queue's data change only in a step of the thread that  *)
+(* LockedWrites: a queue's data change only in a step of the thread that   *)
 (* holds that queue's lock, the step that ends its critical section (it    *)
 (* releases the lock there).  So a move, which changes two queues, holds   *)
 (* both locks: an operation that took only its own lock and moved into the *)
-(* target would break this, although the step itself is one atomic        *)
-(* QueueSystem step.                                                        *)
+(* target would break this, although the step itself is one atomic         *)
+(* QueueSystem step.                                                       *)
 (***************************************************************************)
 LockedWritesStep ==
     \A q \in Queues : data'[q] # data[q] => owner[q] # None /\ owner'[q] = None
