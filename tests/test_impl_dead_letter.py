@@ -439,3 +439,30 @@ def test_no_deadlock_between_retries_into_b_and_a_redrive_from_b_into_a(
         assert b.stats().moved == moved
         assert total.visible + total.in_flight == moved
         check_system([a, b])
+
+
+def test_generated_ids_skip_an_id_a_caller_chose_anywhere_in_the_system(
+    src: Queue[str], dlq: Queue[str]
+) -> None:
+    dlq.send("chosen", id="msg-2")
+    assert [src.send("a"), src.send("b")] == ["msg-1", "msg-3"]
+    assert src.send_batch([Entry("c"), Entry("d", id="own")]) == ["msg-4", "own"]
+
+
+def test_fifo_sends_of_a_system_share_the_id_space(clock: FakeClock) -> None:
+    with (
+        FifoQueue[str](clock=clock, retention=5) as dlq,
+        FifoQueue[str](max_receives=1, clock=clock, dead_letter=dlq) as q,
+    ):
+        q.send("a", group="g", id="a")
+        with pytest.raises(DuplicateIdError, match="a queue of this system"):
+            dlq.send("again", group="g", id="a")
+        with pytest.raises(DuplicateIdError, match=r"entries\[0\].id 'a'"):
+            dlq.send_batch([Entry("again", group="g", id="a")])
+        assert dlq.send_batch([Entry("b", group="g"), Entry("c", group="h")]) == [
+            "msg-1",
+            "msg-2",
+        ]
+        clock.advance(5)
+        dlq.sweep()
+        assert dlq.aged_out() == ["msg-1", "msg-2"]
