@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping
 from typing import Final
 
 from spec import transitions
-from spec.state import Receipt, State, Status, Time
+from spec.state import MSG, RET, TICK, Receipt, State, Status, Time
 
 Reason = str | None
 
@@ -42,6 +42,11 @@ def one_state(s: State) -> Reason:
     listed once; no id is in two lists. ``timers`` lists exactly the ``DELAYED`` and
     ``IN_FLIGHT`` messages, once each, and agrees with ``delayed`` (send order) and
     ``in_flight`` (receive order) on the order of each kind.
+
+    Contract 7: ``aged_out`` and ``moved`` list exactly the ``AGED_OUT`` and ``MOVED``
+    messages, once each; the one timer order ``order`` is ``()`` or holds more than
+    ``timers``, its ``msg`` entries are ``timers`` in the same order, and its ``ret`` entries
+    are one per active message on a queue with a retention (none on a queue without).
     """
     ids = [m.id for m in s.messages]
     if len(ids) != len(set(ids)):
@@ -53,6 +58,8 @@ def one_state(s: State) -> Reason:
         ("in_flight", s.in_flight, Status.IN_FLIGHT),
         ("dead", s.dead, Status.DEAD),
         ("delayed", s.delayed, Status.DELAYED),
+        ("aged_out", s.aged_out, Status.AGED_OUT),
+        ("moved", s.moved, Status.MOVED),
     ):
         if d := _dupes(xs):
             return f"OneState: {sorted(d)} listed more than once in {name}"
@@ -76,11 +83,35 @@ def one_state(s: State) -> Reason:
     for name, xs in (("delayed", s.delayed), ("in_flight", s.in_flight)):
         if tuple(x for x in s.timers if x in xs) != xs:
             return f"OneState: timers {s.timers} and {name} {xs} disagree on the order"
+    return _one_order(s)
+
+
+def _one_order(s: State) -> Reason:
+    """OneState's half for the one timer order of contract 7 (see :func:`one_state`)."""
+    if not s.order:
+        if s.config.retention is not None and any(m.status.active for m in s.messages):
+            return "OneState: a queue with a retention has active messages but no ret timers"
+        return None
+    if len(set(s.order)) != len(s.order):
+        return f"OneState: a timer is listed twice in order {s.order}"
+    if all(kind == MSG for kind, _ in s.order):
+        return f"OneState: order {s.order} says no more than timers (it should be ())"
+    if any(kind not in (MSG, RET, TICK) for kind, _ in s.order):
+        return f"OneState: order {s.order} has a timer of an unknown kind"
+    if tuple(name for kind, name in s.order if kind == MSG) != s.timers:
+        return f"OneState: order {s.order} and timers {s.timers} disagree"
+    kept = {name for kind, name in s.order if kind == RET}
+    want = set()
+    if s.config.retention is not None:
+        want = {m.id for m in s.messages if m.status.active}
+    if kept != want:
+        return f"OneState: the ret timers are of {sorted(kept)}, the active messages {sorted(want)}"
     return None
 
 
 def one_state_step(before: State, after: State) -> Reason:
-    """Terminal states are terminal: a DONE, CANCELLED or DEAD message never changes again."""
+    """Terminal states are terminal: a DONE, CANCELLED, DEAD, AGED_OUT or MOVED message never
+    changes again."""
     for m in before.messages:
         if m.status.terminal and after.get(m.id) != m:
             return f"OneState: terminal message {m.id!r} changed from {m} to {after.get(m.id)}"
@@ -127,9 +158,18 @@ def attempts_count(s: State) -> Reason:
     In flight: at least 1 (it has been delivered). Dead: at least 1, and exactly ``max_receives``
     when that is set (it died on the release after its last allowed delivery). Never above
     ``max_receives``.
+
+    A message dead-lettered into this queue (contract 7.3) arrived with the attempt ``base``
+    it had, kept: it is delivered at least once here before it can die again, so its limit is
+    ``max(max_receives, base + 1)`` (``max_receives`` itself when ``base`` is 0), and it
+    never has fewer than ``base`` deliveries.
     """
-    k = s.config.max_receives
     for m in s.messages:
+        k = s.config.max_receives
+        if k is not None and m.base:
+            k = max(k, m.base + 1)
+        if m.attempt < m.base:
+            return f"AttemptsCount: {m.id!r} has attempt {m.attempt} below its base {m.base}"
         if m.attempt < 0:
             return f"AttemptsCount: {m.id!r} has negative attempt {m.attempt}"
         if m.status in (Status.IN_FLIGHT, Status.DEAD) and m.attempt < 1:
@@ -147,7 +187,9 @@ def attempts_count_step(before: State, after: State) -> Reason:
     """A step changes a message's attempt only by delivering it, and then by exactly one."""
     for m in after.messages:
         old = before.get(m.id)
-        prev = 0 if old is None else old.attempt
+        # A message new here arrives with attempt 0, or with its kept attempt (``base``) by
+        # a dead-letter move (contract 7.3).
+        prev = m.base if old is None else old.attempt
         delivered = m.status is Status.IN_FLIGHT and (old is None or old.status is Status.VISIBLE)
         want = prev + 1 if delivered else prev
         if m.attempt != want:
@@ -377,8 +419,9 @@ def delay_honoured(s: State) -> Reason:
 def delay_honoured_step(before: State, after: State, now: Time | None = None) -> Reason:
     """A message becomes ``DELAYED`` only when it is sent, and stays so with the same
     ``visible_at`` until it leaves; it leaves only for ``VISIBLE`` (its delay fired: at a
-    ``now >= visible_at``, when ``now`` is given) or ``CANCELLED`` (cancel, purge), so it is
-    never delivered, done or dead-lettered while delayed."""
+    ``now >= visible_at``, when ``now`` is given), ``CANCELLED`` (cancel, purge) or
+    ``AGED_OUT`` (its retention ran out, contract 7.4), so it is never delivered, done or
+    dead-lettered while delayed."""
     for m in after.messages:
         old = before.get(m.id)
         if m.status is Status.DELAYED:
@@ -387,7 +430,7 @@ def delay_honoured_step(before: State, after: State, now: Time | None = None) ->
             continue
         if old is None or old.status is not Status.DELAYED:
             continue
-        if m.status not in (Status.VISIBLE, Status.CANCELLED):
+        if m.status not in (Status.VISIBLE, Status.CANCELLED, Status.AGED_OUT):
             return f"DelayHonoured: DELAYED {m.id!r} became {m.status.value}"
         due = old.visible_at
         if m.status is Status.VISIBLE and now is not None and due is not None and now < due:

@@ -23,7 +23,9 @@ Time = float
 
 
 class Status(enum.Enum):
-    """The six states of a message (contract section 1). The last three are terminal."""
+    """The states of a message (contract sections 1 and 7): three active ones, then the terminal
+    ones. ``AGED_OUT`` (its retention ran out) and ``MOVED`` (a redrive took it to another queue)
+    come last: a queue with no retention and no redrive never has them."""
 
     #: Sent with a delay, not yet deliverable: it has a ``visible_at`` time (and a timer).
     DELAYED = "DELAYED"
@@ -32,6 +34,10 @@ class Status(enum.Enum):
     DONE = "DONE"
     CANCELLED = "CANCELLED"
     DEAD = "DEAD"
+    #: Its retention timer fired while it was active (contract 7.4).
+    AGED_OUT = "AGED_OUT"
+    #: A redrive moved it out of this dead-letter queue, as a new message (contract 7.5).
+    MOVED = "MOVED"
 
     @property
     def terminal(self) -> bool:
@@ -43,7 +49,18 @@ class Status(enum.Enum):
         return self is Status.VISIBLE or self is Status.IN_FLIGHT or self is Status.DELAYED
 
 
-TERMINAL: Final = frozenset({Status.DONE, Status.CANCELLED, Status.DEAD})
+TERMINAL: Final = frozenset(
+    {Status.DONE, Status.CANCELLED, Status.DEAD, Status.AGED_OUT, Status.MOVED}
+)
+
+#: The kinds of timer in a queue's one timer order (:attr:`State.order`), TLA+'s strings: a
+#: delay or a deadline (``Msg.due``), a retention timer, a redrive task's tick.
+MSG: Final = "msg"
+RET: Final = "ret"
+TICK: Final = "tick"
+
+#: One timer of the order: ``(kind, name)``, the name a message id (a task's name for a tick).
+TimerEntry = tuple[str, str]
 
 #: A FIFO queue's default deduplication interval, seconds: SQS's five minutes (contract section
 #: 2b). The spec's one definition; ``model_tests/tests/test_constants.py`` checks every layer's
@@ -64,6 +81,13 @@ class Msg:
     in the queue's send order (how many messages the queue accepted before it) and ``dedup_id``
     the deduplication id it was accepted with, if any. On a standard queue they keep their
     defaults (``None``, 0, ``None``), so standard states are the values they always were.
+
+    ``enqueued_at`` (contract 7.4) is the time its retention counts from: set by a send to a
+    queue with a ``retention`` (and by every send of a :mod:`spec.system`, whose moves carry
+    it), kept by a dead-letter move into a standard queue, ``now`` after a move into a FIFO
+    queue or a redrive; 0 otherwise. ``base`` is the attempt it arrived with by a dead-letter
+    move (TLA+ ``base``: its deliveries in this queue are ``attempt - base``); 0 for a message
+    sent or redriven here. Both last, with defaults, so earlier states are the same values.
     """
 
     id: str
@@ -75,6 +99,8 @@ class Msg:
     group: str | None = None
     sent: int = 0
     dedup_id: str | None = None
+    enqueued_at: Time = 0.0
+    base: int = 0
 
     @property
     def due(self) -> Time | None:
@@ -119,6 +145,8 @@ class Config:
     deduplication; its delay is the queue's only.
     ``dedup_interval``: on a FIFO queue, how long after an acceptance a send with the same
     ``dedup_id`` is a duplicate (seconds, > 0).
+    ``retention``: how long a message may stay (contract 7.4): its retention timer is due at
+    ``enqueued_at + retention``; ``None`` (the default) keeps messages for ever.
     """
 
     capacity: int | None = None
@@ -126,6 +154,7 @@ class Config:
     delay: Time = 0.0
     fifo: bool = False
     dedup_interval: Time = DEDUP_INTERVAL
+    retention: Time | None = None
 
     def __post_init__(self) -> None:
         if self.capacity is not None and self.capacity < 0:
@@ -143,6 +172,12 @@ class Config:
             raise TypeError(f"dedup_interval must be a number, got {di!r}")
         if not math.isfinite(di) or di <= 0:
             raise ValueError(f"dedup_interval must be a finite number > 0, got {di!r}")
+        r = self.retention
+        if r is not None:
+            if isinstance(r, bool) or not isinstance(r, int | float):
+                raise TypeError(f"retention must be a number or None, got {r!r}")
+            if not math.isfinite(r) or r <= 0:
+                raise ValueError(f"retention must be a finite number > 0 or None, got {r!r}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,8 +211,22 @@ class State:
     On a FIFO queue ``visible`` is in send order (``Msg.sent``): a released message goes back
     to its place, not to the tail (contract section 2b).
 
+      ``aged_out``  ids of ``AGED_OUT`` messages, in the order they aged out;
+      ``moved``     ids of ``MOVED`` messages, in the order they were redriven out;
+      ``order``     the one timer order when it holds more than ``timers`` (contract 7.4):
+                    every running timer, in start order, as ``(kind, name)``: ``("msg", id)``
+                    a delay or deadline (exactly the entries of ``timers``, in the same order),
+                    ``("ret", id)`` a retention timer, ``("tick", task)`` a redrive task's tick
+                    (only :mod:`spec.system` starts those). ``()`` when no retention timer and
+                    no tick runs: the order is then ``timers``, as it always was
+                    (:meth:`timer_order` gives it either way). A retention timer is started at
+                    acceptance (after the delay timer), at a move in and at a redrive in; it
+                    stops when its message ends (terminal: a stale timer is simply gone).
+
     ``delayed`` and ``timers`` come after ``queue`` so that states built positionally before
-    delays existed still mean what they meant; ``dedup`` comes last for the same reason.
+    delays existed still mean what they meant; ``dedup`` and then the fields of contract 7
+    (``aged_out``, ``moved``, ``order``) come last for the same reason, so a queue with no
+    retention and no redrive has the values it always had.
     """
 
     config: Config = field(default_factory=Config)
@@ -189,6 +238,9 @@ class State:
     delayed: tuple[str, ...] = ()
     timers: tuple[str, ...] = ()
     dedup: tuple[tuple[str, str, Time], ...] = ()
+    aged_out: tuple[str, ...] = ()
+    moved: tuple[str, ...] = ()
+    order: tuple[TimerEntry, ...] = ()
 
     # -- read-only helpers: lookups, never updates ------------------------------------------
 
@@ -236,6 +288,15 @@ class State:
             if m is not None and m.group not in locked:
                 out.append(id)
         return tuple(out)
+
+    def timer_order(self) -> tuple[TimerEntry, ...]:
+        """Every running timer in start order, as ``(kind, name)`` (see ``order``)."""
+        return self.order if self.order else tuple((MSG, id) for id in self.timers)
+
+    def retention_due(self, m: Msg) -> Time | None:
+        """When ``m``'s retention timer is due here, or ``None`` when this queue has none."""
+        r = self.config.retention
+        return None if r is None else m.enqueued_at + r
 
     def with_msg(self, msg: Msg) -> State:
         """A copy with ``msg`` put in place of the message with the same id (or added)."""

@@ -13,11 +13,23 @@ against it step by step.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any, Final
 
-from spec.state import Config, Delivery, Msg, Receipt, State, Status, Time
+from spec.state import (
+    MSG,
+    RET,
+    TICK,
+    Config,
+    Delivery,
+    Msg,
+    Receipt,
+    State,
+    Status,
+    Time,
+    TimerEntry,
+)
 
 #: The most entries a batch may hold (SQS's limit): ``send_batch``, ``receive_batch``'s ``n``,
 #: ``delete_batch`` and ``change_visibility_batch``.
@@ -52,6 +64,33 @@ _Delivered = tuple[State, Delivery]
 
 def _without(ids: tuple[str, ...], id: str) -> tuple[str, ...]:
     return tuple(x for x in ids if x != id)
+
+
+# The one timer order (contract 7.4): ``State.timers`` holds the delays and deadlines, and
+# ``State.order`` the whole order when a retention timer or a redrive tick runs. Every change
+# to the timers goes through these two helpers, which keep both views and put ``order`` in its
+# normal form (``()`` when it would say no more than ``timers``): a queue with no retention and
+# no tick gets exactly the ``timers`` it always got, and ``order`` stays ``()``.
+
+
+def _with_order(state: State, entries: tuple[TimerEntry, ...]) -> State:
+    """``state`` with the timer order ``entries``: ``timers`` its ``msg`` entries, ``order``
+    all of them if any other kind is among them, else ``()``."""
+    timers = tuple(name for kind, name in entries if kind == MSG)
+    extra = any(kind != MSG for kind, _ in entries)
+    return replace(state, timers=timers, order=entries if extra else ())
+
+
+def _drop_timers(state: State, id: str, kinds: frozenset[str] = frozenset({MSG, RET})) -> State:
+    """``state`` with message ``id``'s timers of ``kinds`` stopped (default: all of them)."""
+    entries = state.timer_order()
+    kept = tuple(e for e in entries if not (e[1] == id and e[0] in kinds and e[0] != TICK))
+    if len(kept) == len(entries):
+        return state
+    return _with_order(state, kept)
+
+
+_MSG_ONLY: Final = frozenset({MSG})
 
 
 # ---------------------------------------------------------------------------------------------
@@ -171,18 +210,20 @@ def send(
     if not can_send(state, id):
         return state, False
     fifo = state.config.fifo
-    msg = Msg(id=id, body=body)
+    retained = state.config.retention is not None
+    msg = Msg(id=id, body=body, enqueued_at=now if retained else 0.0)
     if fifo:
         msg = replace(msg, group=group, sent=len(state.messages), dedup_id=dedup_id)
     dedup = _record(state, dedup_id, id, now) if fifo else state.dedup
+    # The retention timer starts after the delay timer (contract 7.4).
+    ret: tuple[TimerEntry, ...] = ((RET, id),) if retained else ()
     if d == 0:
         new = state.with_msg(msg)
-        return replace(new, visible=(*state.visible, id), dedup=dedup), True
+        new = replace(new, visible=(*state.visible, id), dedup=dedup)
+        return (_with_order(new, (*state.timer_order(), *ret)) if ret else new), True
     new = state.with_msg(replace(msg, status=Status.DELAYED, visible_at=now + d))
-    return (
-        replace(new, delayed=(*state.delayed, id), timers=(*state.timers, id), dedup=dedup),
-        True,
-    )
+    new = replace(new, delayed=(*state.delayed, id), dedup=dedup)
+    return _with_order(new, (*state.timer_order(), (MSG, id), *ret)), True
 
 
 #: A ``send_batch`` entry: ``(id, body, delay)``, or on a FIFO queue ``(id, body, delay, group,
@@ -284,11 +325,13 @@ def _deliver(state: State, id: str, now: Time, vt: Time | None) -> _Delivered:
         attempt=attempt,
         deadline=None if vt is None else now + vt,
     )
-    new = replace(
-        state.with_msg(delivered),
-        visible=_without(state.visible, id),
-        in_flight=(*state.in_flight, id),
-        timers=(*state.timers, id),
+    new = _with_order(
+        replace(
+            state.with_msg(delivered),
+            visible=_without(state.visible, id),
+            in_flight=(*state.in_flight, id),
+        ),
+        (*state.timer_order(), (MSG, id)),
     )
     receipt = Receipt(queue=state.queue, id=id, attempt=attempt)
     return new, Delivery(id=id, body=m.body, attempt=attempt, receipt=receipt)
@@ -356,19 +399,18 @@ def release(state: State, id: str) -> State:
     m = state.get(id)
     assert m is not None and m.status is Status.IN_FLIGHT, f"release of {id!r}: not in flight"
     in_flight = _without(state.in_flight, id)
-    timers = _without(state.timers, id)
     if dead_letters_on_release(state.config, m.attempt):
+        # Dead: every timer of it stops (its deadline, and its retention timer if any).
         return replace(
-            state.with_msg(replace(m, status=Status.DEAD, deadline=None)),
+            _drop_timers(state.with_msg(replace(m, status=Status.DEAD, deadline=None)), id),
             in_flight=in_flight,
-            timers=timers,
             dead=(*state.dead, id),
         )
+    # Visible again: its deadline stops, its retention timer (if any) runs on.
     back = state.with_msg(replace(m, status=Status.VISIBLE, deadline=None))
     return replace(
-        back,
+        _drop_timers(back, id, _MSG_ONLY),
         in_flight=in_flight,
-        timers=timers,
         visible=_place(back, state.visible, id),
     )
 
@@ -390,9 +432,8 @@ def delete(state: State, receipt: Receipt) -> tuple[State, bool]:
     assert m is not None
     return (
         replace(
-            state.with_msg(replace(m, status=Status.DONE, deadline=None)),
+            _drop_timers(state.with_msg(replace(m, status=Status.DONE, deadline=None)), m.id),
             in_flight=_without(state.in_flight, receipt.id),
-            timers=_without(state.timers, receipt.id),
         ),
         True,
     )
@@ -483,15 +524,19 @@ def cancel(state: State, id: str) -> tuple[State, bool]:
     m = state.get(id)
     if m is None or not m.status.active:
         return state, False
-    return (
-        replace(
-            state.with_msg(replace(m, status=Status.CANCELLED, deadline=None, visible_at=None)),
-            visible=_without(state.visible, id),
-            in_flight=_without(state.in_flight, id),
-            delayed=_without(state.delayed, id),
-            timers=_without(state.timers, id),
+    return _end(state, m, Status.CANCELLED), True
+
+
+def _end(state: State, m: Msg, status: Status) -> State:
+    """The active message ``m`` ends in the terminal ``status``: out of every list, its
+    receipt dead, every timer of it stopped (cancel; age_out and move_out also list it)."""
+    return replace(
+        _drop_timers(
+            state.with_msg(replace(m, status=status, deadline=None, visible_at=None)), m.id
         ),
-        True,
+        visible=_without(state.visible, m.id),
+        in_flight=_without(state.in_flight, m.id),
+        delayed=_without(state.delayed, m.id),
     )
 
 
@@ -507,14 +552,18 @@ def purge(state: State) -> tuple[State, int]:
     cancelled = {
         m.id: replace(m, status=Status.CANCELLED, deadline=None, visible_at=None) for m in active
     }
+    # Every message timer stops; a redrive task's tick (spec.system) runs on.
+    ticks = tuple(e for e in state.order if e[0] == TICK)
     return (
-        replace(
-            state,
-            messages=tuple(cancelled.get(m.id, m) for m in state.messages),
-            visible=(),
-            in_flight=(),
-            delayed=(),
-            timers=(),
+        _with_order(
+            replace(
+                state,
+                messages=tuple(cancelled.get(m.id, m) for m in state.messages),
+                visible=(),
+                in_flight=(),
+                delayed=(),
+            ),
+            ticks,
         ),
         len(active),
     )
@@ -526,14 +575,52 @@ def purge(state: State) -> tuple[State, int]:
 # ---------------------------------------------------------------------------------------------
 
 
+def timer_due(state: State, entry: TimerEntry) -> Time | None:
+    """When the timer ``entry`` of ``state``'s order is due: a ``msg`` timer by
+    :attr:`Msg.due`, a ``ret`` timer at ``enqueued_at + retention``; ``None`` for a tick (its
+    task, in :mod:`spec.system`, knows when) or a timer that is not running."""
+    kind, name = entry
+    m = state.get(name) if kind != TICK else None
+    if m is None:
+        return None
+    if kind == MSG:
+        return m.due
+    return state.retention_due(m) if m.status.active else None
+
+
+def _due_entries(
+    state: State, now: Time, tick_due: Callable[[str], Time | None] | None = None
+) -> list[tuple[Time, int, TimerEntry]]:
+    """The timers due at or before ``now``, in the one order: ``(due, place, entry)`` sorted
+    by due time, ties by their place in the start order. ``tick_due`` says when a tick is due
+    (without it ticks never are)."""
+    out = []
+    for place, entry in enumerate(state.timer_order()):
+        if entry[0] == TICK:
+            t = None if tick_due is None else tick_due(entry[1])
+        else:
+            t = timer_due(state, entry)
+        if t is not None and t <= now:
+            out.append((t, place, entry))
+    out.sort(key=lambda e: (e[0], e[1]))
+    return out
+
+
 def due(state: State, now: Time) -> tuple[str, ...]:
-    """Ids whose timer is due at or before ``now``: ``DELAYED`` messages by ``visible_at`` and
-    ``IN_FLIGHT`` ones by deadline, in one order: by due time, ties by their place in
-    ``timers`` (the order the timers were started)."""
-    order = {id: i for i, id in enumerate(state.timers)}
-    expired = [(t, m.id) for m in state.messages if (t := m.due) is not None and t <= now]
-    expired.sort(key=lambda e: (e[0], order.get(e[1], len(order)), e[1]))
-    return tuple(id for _, id in expired)
+    """Ids whose timer is due at or before ``now``: ``DELAYED`` messages by ``visible_at``,
+    ``IN_FLIGHT`` ones by deadline and, on a queue with a retention, active ones by
+    ``enqueued_at + retention``, in one order: by due time, ties by their place in the timer
+    order (the order the timers were started). An id with two due timers is listed twice."""
+    return tuple(entry[1] for _, _, entry in _due_entries(state, now))
+
+
+def next_timer(
+    state: State, now: Time, tick_due: Callable[[str], Time | None] | None = None
+) -> TimerEntry | None:
+    """The first timer of the one order due at or before ``now``, or ``None``: what a sweep
+    fires next (``tick_due`` as in :func:`due`'s helper: ticks only with it)."""
+    entries = _due_entries(state, now, tick_due)
+    return entries[0][2] if entries else None
 
 
 def fire_delay(state: State, id: str) -> State:
@@ -544,33 +631,101 @@ def fire_delay(state: State, id: str) -> State:
     assert m is not None and m.status is Status.DELAYED, f"fire_delay of {id!r}: not delayed"
     back = state.with_msg(replace(m, status=Status.VISIBLE, visible_at=None))
     return replace(
-        back,
+        _drop_timers(back, id, _MSG_ONLY),
         delayed=_without(state.delayed, id),
-        timers=_without(state.timers, id),
         visible=_place(back, state.visible, id),
     )
 
 
+def age_out(state: State, id: str) -> State:
+    """A retention timer firing (contract 7.4): the active message ``id`` is ``AGED_OUT``,
+    terminal: out of its list, its receipt dead, every timer of it stopped, its slot freed.
+    Retention never dead-letters, whatever the attempt."""
+    m = state.get(id)
+    assert m is not None and m.status.active, f"age_out of {id!r}: not active"
+    return replace(_end(state, m, Status.AGED_OUT), aged_out=(*state.aged_out, id))
+
+
+def move_out(state: State, id: str) -> State:
+    """A dead-letter queue's half of a redrive move (contract 7.5): the ``VISIBLE`` message
+    ``id`` is ``MOVED``, terminal here (out of ``visible``, every timer of it stopped). The
+    destination's half is :func:`move_in`; :mod:`spec.system` does both in one step."""
+    m = state.get(id)
+    assert m is not None and m.status is Status.VISIBLE, f"move_out of {id!r}: not visible"
+    return replace(_end(state, m, Status.MOVED), moved=(*state.moved, id))
+
+
+def move_in(
+    state: State,
+    id: str,
+    body: str,
+    now: Time,
+    attempt: int = 0,
+    group: str | None = None,
+    enqueued_at: Time | None = None,
+) -> State:
+    """A message taken in by a move (contract 7.3, 7.5): ``id`` joins the visible tail
+    (on a FIFO queue: the next place in the send order, so the tail of its group), with
+    ``attempt`` kept (``base`` records it) and ``group``; enqueued at ``enqueued_at``
+    (``None``: ``now``); its retention timer started if the queue has one. No capacity check,
+    no dedup check and no dedup record: the caller checked room where room is needed.
+
+    A dead-letter move passes the message's attempt and, into a standard queue, its original
+    enqueue time (a FIFO queue resets it to ``now``); a redrive passes a fresh id, attempt 0
+    and ``now``."""
+    assert state.get(id) is None, f"move_in of {id!r}: already here"
+    fifo = state.config.fifo
+    msg = Msg(
+        id=id,
+        body=body,
+        attempt=attempt,
+        base=attempt,
+        group=group if fifo else None,
+        sent=len(state.messages) if fifo else 0,
+        enqueued_at=now if enqueued_at is None or fifo else enqueued_at,
+    )
+    new = state.with_msg(msg)
+    new = replace(new, visible=_place(new, state.visible, id))
+    if state.config.retention is None:
+        return new
+    return _with_order(new, (*state.timer_order(), (RET, id)))
+
+
+def fire(state: State, entry: TimerEntry) -> State:
+    """One due timer of the queue fires: a delay makes its message visible
+    (:func:`fire_delay`), a deadline releases it (:func:`release`), a retention timer ages it
+    out (:func:`age_out`). A tick is :mod:`spec.system`'s (it moves across two queues)."""
+    kind, id = entry
+    assert kind != TICK, "a redrive tick is fired by spec.system.expire"
+    if kind == RET:
+        return age_out(state, id)
+    m = state.get(id)
+    assert m is not None
+    return fire_delay(state, id) if m.status is Status.DELAYED else release(state, id)
+
+
 def expire(state: State, now: Time) -> tuple[State, tuple[str, ...]]:
-    """Fire every timer due at or before ``now``, in :func:`due`'s order, in one step; return
-    the ids in that order.
+    """Fire every timer due at or before ``now``, in the one timer order (by due time, ties in
+    start order), in one step; return the ids of the timers fired, in that order.
 
     A delay firing makes its message visible (:func:`fire_delay`); a deadline firing *releases*
-    the message. Until this runs, a passed deadline changes nothing: the old receipt stays live
-    and a late delete still wins; once it has run, that receipt is stale. Likewise a delayed
-    message is not delivered before the sweep that makes it visible.
+    the message; a retention timer firing ages it out (:func:`age_out`). Until this runs, a
+    passed deadline changes nothing: the old receipt stays live and a late delete still wins;
+    once it has run, that receipt is stale. Likewise a delayed message is not delivered before
+    the sweep that makes it visible. A timer that an earlier firing of the same sweep stopped
+    (a message aged out, or dead) does not fire. A redrive tick never fires here (see
+    :func:`spec.system.expire`).
     """
     _check_time("now", now)
-    fired = due(state, now)
-    for id in fired:
-        m = state.get(id)
-        assert m is not None
-        state = fire_delay(state, id) if m.status is Status.DELAYED else release(state, id)
-    return state, fired
+    fired: list[str] = []
+    while (entry := next_timer(state, now)) is not None:
+        state = fire(state, entry)
+        fired.append(entry[1])
+    return state, tuple(fired)
 
 
 def next_deadline(state: State) -> Time | None:
-    """The earliest due time of any running timer (a delay or a deadline), if any: when the
-    sweeper next has work."""
-    times = [t for m in state.messages if (t := m.due) is not None]
+    """The earliest due time of any running timer (a delay, a deadline or a retention timer;
+    not a tick), if any: when the sweeper next has work."""
+    times = [t for e in state.timer_order() if (t := timer_due(state, e)) is not None]
     return min(times) if times else None
