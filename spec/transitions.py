@@ -93,6 +93,12 @@ def _drop_timers(state: State, id: str, kinds: frozenset[str] = frozenset({MSG, 
 _MSG_ONLY: Final = frozenset({MSG})
 
 
+def set_order(state: State, entries: tuple[TimerEntry, ...]) -> State:
+    """``state`` with the one timer order ``entries`` (its normal form: see ``State.order``).
+    For :mod:`spec.system`, which starts and stops the redrive ticks."""
+    return _with_order(state, entries)
+
+
 # ---------------------------------------------------------------------------------------------
 # send(id, body, delay): accepted iff the id was never accepted here and active < capacity.
 # ---------------------------------------------------------------------------------------------
