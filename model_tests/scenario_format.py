@@ -38,10 +38,36 @@ Choices the contract leaves open, made here and documented in ``docs/testing.md`
   batch (contract section 2b), so an invalid scenario.
 - Unknown keys, duplicate keys and the non-standard JSON constants ``NaN``/``Infinity`` are
   errors, so that a typo cannot silently fall back to a default.
+
+A system of queues (issue 25, contract section 7): dead-letter targets, redrive, retention.
+
+- ``"retention"`` (default ``null``: messages never age out) is a time > 0, the retention of
+  every queue made with the scenario's settings (queue 0 and each ``["new"]``).
+- ``"dead_letter": {"visibility_timeout": vt, "retention": r}`` (both keys optional: ``vt``
+  defaults to the scenario's ``visibility_timeout``, ``r`` to ``null``) gives queue 0 a
+  dead-letter target: queue 1, made with queue 0 (before it, as the target of a system must
+  be), of the same kind, unbounded (``capacity`` null), no ``delay``, no ``max_receives``
+  (so no chain). It needs ``max_receives`` (a message moves only when its receives run out).
+  A message that dies in queue 0 moves to queue 1's visible tail; ``["use", 1]`` makes queue 1
+  current, so every op (``reserve``, ``ack``, ``dead``...) acts on it; each ``["new"]`` then
+  adds index 2, 3, ... (a queue with no target, as before).
+- The system ops (:data:`SYSTEM_OPS`), each valid only where it can mean something:
+  ``["redrive"]`` or ``["redrive", {"rate": r, "to": i}]`` starts a redrive of queue 1 (the
+  dead-letter target, whichever queue is current): ``rate`` messages per second (a time > 0;
+  without it the whole scope moves at once), ``to`` a queue index other than 1 that exists at
+  that point (without it each message goes back to its source); it outputs ``true``, or
+  ``false`` when a task of queue 1 is already running. ``["redrive_cancel"]`` cancels queue
+  1's most recent task: ``true`` if it was running. ``["redrive_status"]`` outputs that task as
+  ``[status, moved, skipped, to_move]`` (status ``"running"``, ``"completed"`` or
+  ``"cancelled"``), ``null`` before any task. These three need ``"dead_letter"``.
+  ``["aged"]``: ids of the current queue's aged-out messages, in the order they aged out
+  (always valid; ``[]`` without retention).
+- A scenario with neither key, and without the system ops, means what it meant before.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import json
 import math
@@ -59,8 +85,24 @@ MAX_TIME: Final = 1e9
 ID_PATTERN: Final = re.compile(r"[A-Za-z0-9_-]{1,128}")
 
 _KEYS: Final = frozenset(
-    {"capacity", "visibility_timeout", "max_receives", "delay", "fifo", "dedup_interval", "ops"}
+    {
+        "capacity",
+        "visibility_timeout",
+        "max_receives",
+        "delay",
+        "fifo",
+        "dedup_interval",
+        "ops",
+        "retention",
+        "dead_letter",
+    }
 )
+
+#: The keys of a scenario's ``"dead_letter"`` object.
+_DEAD_LETTER_KEYS: Final = ("visibility_timeout", "retention")
+
+#: The index of queue 0's dead-letter target in a scenario with ``"dead_letter"``.
+DLQ_INDEX: Final = 1
 
 #: How many entries a batch may have (contract section 2, as SQS): 1 to ``MAX_BATCH``.
 MAX_BATCH: Final = 10
@@ -136,12 +178,48 @@ class Use:
     index: int
 
 
-Op: TypeAlias = Invoke | Dead | New | Use
+@dataclass(frozen=True, slots=True)
+class Redrive:
+    """``["redrive", {"rate": r, "to": i}]``: start a redrive of the dead-letter target
+    (queue 1): ``rate`` messages per second (``None``: all at once), to queue ``to``
+    (``None``: each message's source)."""
+
+    rate: float | None = None
+    to: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RedriveCancel:
+    """``["redrive_cancel"]``: cancel the dead-letter target's most recent redrive task."""
+
+
+@dataclass(frozen=True, slots=True)
+class RedriveStatus:
+    """``["redrive_status"]``: ``[status, moved, skipped, to_move]`` of the dead-letter
+    target's most recent redrive task, or ``null``."""
+
+
+@dataclass(frozen=True, slots=True)
+class Aged:
+    """``["aged"]``: ids of the current queue's aged-out messages, in order."""
+
+
+Op: TypeAlias = Invoke | Dead | New | Use | Redrive | RedriveCancel | RedriveStatus | Aged
+
+
+@dataclass(frozen=True, slots=True)
+class DeadLetterConfig:
+    """Queue 0's dead-letter target (queue 1): its own visibility timeout and retention; it is
+    unbounded, has no delay and no ``max_receives``, and is of queue 0's kind."""
+
+    visibility_timeout: float | None = None
+    retention: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class QueueConfig:
-    """The configuration every queue of a scenario is created with."""
+    """The configuration every queue of a scenario is created with; ``dead_letter`` is queue
+    0's alone (queue 1, made with it; a ``["new"]`` queue has no target)."""
 
     capacity: int | None
     visibility_timeout: float | None = None
@@ -149,6 +227,23 @@ class QueueConfig:
     delay: float = 0.0
     fifo: bool = False
     dedup_interval: float = DEDUP_INTERVAL
+    #: Seconds a message may stay in the queue before it ages out; ``None``: forever.
+    retention: float | None = None
+    #: Queue 0's dead-letter target (queue 1), or ``None``.
+    dead_letter: DeadLetterConfig | None = None
+
+    def dead_letter_config(self) -> QueueConfig:
+        """Queue 1's configuration, as a :class:`QueueConfig` (unbounded, no delay, no
+        ``max_receives``, no target; queue 0's kind and dedup interval)."""
+        if self.dead_letter is None:
+            raise ValueError("dead_letter: this configuration has no dead-letter target")
+        return QueueConfig(
+            capacity=None,
+            visibility_timeout=self.dead_letter.visibility_timeout,
+            fifo=self.fifo,
+            dedup_interval=self.dedup_interval,
+            retention=self.dead_letter.retention,
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -207,6 +302,17 @@ def harness_ops(registry: Registry = REGISTRY) -> dict[str, Operation]:
 
 #: The ops of the format that act on no queue state: not operations of the registry.
 _OWN: Final[Mapping[str, tuple[str, ...]]] = {"dead": (), "new": (), "use": ("i",)}
+
+#: The ops of a system of queues (issue 25): not in :func:`op_table`, which lists the ops of
+#: one queue (the registry's and the format's own); a name in brackets may be left out.
+SYSTEM_OPS: Final[Mapping[str, tuple[str, ...]]] = {
+    "redrive": ("[opts]",),
+    "redrive_cancel": (),
+    "redrive_status": (),
+    "aged": (),
+}
+#: The ``redrive`` options.
+REDRIVE_OPTIONS: Final = ("rate", "to")
 
 
 def _shape(arg: Arg) -> str:
@@ -397,11 +503,57 @@ _PARSERS: Final[Mapping[str, Callable[[str, list[object]], tuple[object, ...]]]]
 }
 
 
+def _redrive(where: str, args: list[object], queues: int) -> Redrive:
+    """``["redrive"]`` or ``["redrive", {"rate": r, "to": i}]``."""
+    if not args:
+        return Redrive()
+    opts = args[0]
+    if not isinstance(opts, Mapping):
+        _fail(where, f'opts must be an object like {{"rate": 2, "to": 0}}, got {_show(opts)}')
+    for key in opts:
+        if key not in REDRIVE_OPTIONS:
+            _fail(where, f"unknown option {_show(key)} (known: {', '.join(REDRIVE_OPTIONS)})")
+    rate = None
+    if "rate" in opts:
+        rate = _time(f"{where} rate", opts["rate"])
+        if rate == 0:
+            _fail(f"{where} rate", "must be > 0, got 0")
+    to = None
+    if "to" in opts:
+        to = _int(f"{where} to", opts["to"], 0)
+        if to == DLQ_INDEX:
+            _fail(f"{where} to", "a redrive cannot move into the dead-letter queue itself (1)")
+        if to >= queues:
+            _fail(f"{where} to", f"only queues 0..{queues - 1} exist at this point")
+    return Redrive(rate=rate, to=to)
+
+
+def _system_op(where: str, name: str, args: list[object], queues: int, dead_letter: bool) -> Op:
+    """One of :data:`SYSTEM_OPS` (its number of arguments checked)."""
+    if name != "aged" and not dead_letter:
+        _fail(where, f'{name} needs a dead-letter target (the scenario key "dead_letter")')
+    match name:
+        case "redrive":
+            return _redrive(where, args, queues)
+        case "redrive_cancel":
+            return RedriveCancel()
+        case "redrive_status":
+            return RedriveStatus()
+        case _:  # "aged"
+            return Aged()
+
+
 def parse_op(
-    raw: object, queues: int, where: str = "op", registry: Registry = REGISTRY, fifo: bool = False
+    raw: object,
+    queues: int,
+    where: str = "op",
+    registry: Registry = REGISTRY,
+    fifo: bool = False,
+    dead_letter: bool = False,
 ) -> Op:
     """Parse one op; ``queues`` is how many queues exist when it runs (for ``use``), ``fifo``
-    whether they are FIFO queues (which changes the options a send takes).
+    whether they are FIFO queues (which changes the options a send takes), ``dead_letter``
+    whether queue 0 has a dead-letter target (queue 1; the redrive ops need one).
 
     Raises :class:`ScenarioError`, its message starting with ``where``.
     """
@@ -409,8 +561,16 @@ def parse_op(
         _fail(where, f'expected an op like ["name", args...], got {_show(raw)}')
     name, args = raw[0], raw[1:]
     table = _ARITY if registry is REGISTRY else op_table(registry)
-    if name not in table:
-        _fail(where, f"unknown op {_show(name)} (known: {', '.join(table)})")
+    if name not in table and name not in SYSTEM_OPS:
+        known = ", ".join([*table, *SYSTEM_OPS])
+        _fail(where, f"unknown op {_show(name)} (known: {known})")
+    if name in SYSTEM_OPS:
+        expected = SYSTEM_OPS[name]
+        required = sum(1 for e in expected if not e.startswith("["))
+        if not required <= len(args) <= len(expected):
+            shape = ", ".join([f'"{name}"', *expected])
+            _fail(where, f"{name} takes [{shape}], got {_show(raw)}")
+        return _system_op(where, name, args, queues, dead_letter)
     expected = table[name]
     # Trailing optional times may be left out.
     required = len(expected) - sum(1 for e in reversed(expected) if e.startswith("["))
@@ -468,18 +628,52 @@ def parse_scenario(obj: object) -> Scenario:
         delay=_time("delay", obj.get("delay", 0)),
         fifo=fifo,
         dedup_interval=interval,
+        retention=_retention("retention", obj.get("retention")),
     )
+    dead_letter = None
+    if "dead_letter" in obj:
+        dead_letter = _dead_letter(obj["dead_letter"], config)
+        config = dataclasses.replace(config, dead_letter=dead_letter)
     raw_ops = obj["ops"]
     if not isinstance(raw_ops, list):
         _fail("ops", f"expected a list of ops, got {_show(raw_ops)}")
     ops: list[Op] = []
-    queues = 1
+    queues = 1 if dead_letter is None else 2
     for i, raw in enumerate(raw_ops):
-        op = parse_op(raw, queues, f"op {i} {_show(raw)}", fifo=fifo)
+        where = f"op {i} {_show(raw)}"
+        op = parse_op(raw, queues, where, fifo=fifo, dead_letter=dead_letter is not None)
         if isinstance(op, New):
             queues += 1
         ops.append(op)
     return Scenario(config=config, ops=tuple(ops))
+
+
+def _retention(where: str, value: object) -> float | None:
+    """A retention: ``null`` (forever) or a time > 0."""
+    if value is None:
+        return None
+    t = _time(where, value)
+    if t == 0:
+        _fail(where, "must be > 0 (or null: forever), got 0")
+    return t
+
+
+def _dead_letter(value: object, config: QueueConfig) -> DeadLetterConfig:
+    """The ``"dead_letter"`` object: queue 1's settings (``config`` is queue 0's)."""
+    if not isinstance(value, Mapping):
+        _fail("dead_letter", f'expected an object like {{"retention": 60}}, got {_show(value)}')
+    for key in value:
+        if key not in _DEAD_LETTER_KEYS:
+            _fail(
+                "dead_letter", f"unknown key {_show(key)} (known: {', '.join(_DEAD_LETTER_KEYS)})"
+            )
+    if config.max_receives is None:
+        _fail("dead_letter", 'needs "max_receives": a message moves only when its receives run out')
+    vt = value.get("visibility_timeout", config.visibility_timeout)
+    return DeadLetterConfig(
+        visibility_timeout=None if vt is None else _time("dead_letter visibility_timeout", vt),
+        retention=_retention("dead_letter retention", value.get("retention")),
+    )
 
 
 def _no_constants(name: str) -> NoReturn:

@@ -34,18 +34,23 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any, Literal, Protocol, TypeAlias
 
 import impl
 import spec
 from model_tests.scenario_format import (
     QUEUE_DEFAULT,
+    Aged,
     Dead,
     Invoke,
     New,
     Op,
     QueueConfig,
     QueueDefault,
+    Redrive,
+    RedriveCancel,
+    RedriveStatus,
     Scenario,
     Use,
     parse_scenario,
@@ -79,6 +84,10 @@ def _fifo_parts(entry: BatchEntry) -> tuple[str | None, str | None]:
 
 
 TargetName: TypeAlias = Literal["model", "impl"]
+
+#: ``[status, moved, skipped, to_move]`` of a redrive task (``redrive_status``'s output; an SQS
+#: endpoint has no ``skipped`` count: ``None``).
+Progress: TypeAlias = list[str | int | None]
 
 
 class Target(Protocol):
@@ -139,6 +148,25 @@ class Target(Protocol):
 
     def use(self, index: int) -> None: ...
 
+    def redrive(self, rate: float | None, to: int | None) -> bool | str:
+        """Start a redrive of queue 1 (queue 0's dead-letter target): ``rate`` messages per
+        second (``None``: all at once) to queue ``to`` (``None``: each message's source);
+        ``False`` if a task of queue 1 is already running. (A string: an endpoint's answer the
+        model never gives, such as the kit's ``"unsupported"``.)"""
+        ...
+
+    def redrive_cancel(self) -> bool | str:
+        """Cancel queue 1's most recent redrive task; ``True`` if it was running."""
+        ...
+
+    def redrive_status(self) -> Progress | str | None:
+        """``[status, moved, skipped, to_move]`` of queue 1's most recent task, or ``None``."""
+        ...
+
+    def aged(self) -> list[str]:
+        """Ids of the current queue's aged-out messages, in the order they aged out."""
+        ...
+
     def close(self) -> None:
         """Release whatever the run holds (threads); the target is unusable afterwards."""
         ...
@@ -148,6 +176,8 @@ class ModelTarget:
     """Runs a scenario on the spec: a list of ``spec.State`` values and a number for the clock."""
 
     def __init__(self, config: QueueConfig) -> None:
+        if config.retention is not None or config.dead_letter is not None:
+            raise ValueError("retention and dead_letter: the model target runs them on spec.system")
         if config.fifo:
             self._config = spec.Config(
                 capacity=config.capacity,
@@ -261,6 +291,19 @@ class ModelTarget:
     def use(self, index: int) -> None:
         self._current = index
 
+    def redrive(self, rate: float | None, to: int | None) -> bool:
+        raise ValueError("redrive: the model target runs it on spec.system")
+
+    def redrive_cancel(self) -> bool:
+        raise ValueError("redrive_cancel: the model target runs it on spec.system")
+
+    def redrive_status(self) -> Progress | None:
+        raise ValueError("redrive_status: the model target runs it on spec.system")
+
+    def aged(self) -> list[str]:
+        # A queue without retention (the only kind this target makes) never ages a message.
+        return []
+
     def close(self) -> None:
         pass
 
@@ -311,7 +354,14 @@ class ImplTarget:
         self._accepted: defaultdict[int, set[str]] = defaultdict(set)
         self._dedup: defaultdict[int, dict[str, float]] = defaultdict(dict)
         self._current = 0
-        self.new_queue()
+        # A dead-letter target is created first (a system's target before its sources) and
+        # is queue 1; queue 0 names it.
+        self._dlq: impl.BaseQueue[str] | None = None
+        if config.dead_letter is not None:
+            self._dlq = self._make(config.dead_letter_config(), None)
+        self.queues.append(self._make(config, self._dlq))
+        if self._dlq is not None:
+            self.queues.append(self._dlq)
 
     @property
     def _q(self) -> impl.BaseQueue[str]:
@@ -468,33 +518,69 @@ class ImplTarget:
         for q in self.queues:
             q.sweep()
 
-    def new_queue(self) -> None:
-        c = self._config
-        q: impl.BaseQueue[str]
+    def _make(self, c: QueueConfig, dead_letter: impl.BaseQueue[str] | None) -> impl.BaseQueue[str]:
+        """A queue of configuration ``c`` on the shared clock; the issue-25 keywords only when
+        they are set, so a mutant class without them still runs every other scenario."""
+        extra: dict[str, Any] = {}
+        if c.retention is not None:
+            extra["retention"] = c.retention
+        if dead_letter is not None:
+            extra["dead_letter"] = dead_letter
         if c.fifo:
-            q = impl.FifoQueue(
+            return impl.FifoQueue(
                 capacity=c.capacity,
                 visibility_timeout=c.visibility_timeout,
                 max_receives=c.max_receives,
                 delay=c.delay,
                 dedup_interval=c.dedup_interval,
                 clock=self.clock,
+                **extra,
             )
-        else:
-            q = self._queue_class(
-                capacity=c.capacity,
-                visibility_timeout=c.visibility_timeout,
-                max_receives=c.max_receives,
-                delay=c.delay,
-                clock=self.clock,
-            )
-        self.queues.append(q)
+        return self._queue_class(
+            capacity=c.capacity,
+            visibility_timeout=c.visibility_timeout,
+            max_receives=c.max_receives,
+            delay=c.delay,
+            clock=self.clock,
+            **extra,
+        )
+
+    def new_queue(self) -> None:
+        # A new queue has the scenario's settings but no dead-letter target.
+        self.queues.append(self._make(replace(self._config, dead_letter=None), None))
         self._current = len(self.queues) - 1
 
     def use(self, index: int) -> None:
         self._current = index
 
+    def _target(self) -> impl.BaseQueue[str]:
+        assert self._dlq is not None, "a redrive op in a scenario without a dead-letter target"
+        return self._dlq
+
+    def redrive(self, rate: float | None, to: int | None) -> bool:
+        dlq = self._target()
+        try:
+            dlq.start_redrive(None if to is None else self.queues[to], rate=rate)
+        except impl.errors.RedriveRunning:
+            return False
+        return True
+
+    def redrive_cancel(self) -> bool:
+        tasks = self._target().redrive_tasks()
+        return bool(tasks) and tasks[0].cancel()
+
+    def redrive_status(self) -> Progress | None:
+        tasks = self._target().redrive_tasks()
+        if not tasks:
+            return None
+        t = tasks[0]
+        return [t.status.value, t.moved, t.skipped, t.to_move]
+
+    def aged(self) -> list[str]:
+        return self._q.aged_out()
+
     def close(self) -> None:
+        # In index order: queue 0, a source, before queue 1, its target.
         for q in self.queues:
             q.close()
 
@@ -520,6 +606,14 @@ def apply(target: Target, op: Op) -> Output:
         case Use(index):
             target.use(index)
             out = None
+        case Redrive(rate, to):
+            out = target.redrive(rate, to)
+        case RedriveCancel():
+            out = target.redrive_cancel()
+        case RedriveStatus():
+            out = _json(target.redrive_status())
+        case Aged():
+            out = target.aged()
     target.sweep_all()
     return out
 

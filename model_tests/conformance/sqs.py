@@ -133,7 +133,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Final, Protocol
 from unittest import mock
 
@@ -160,6 +160,16 @@ ID_ATTRIBUTE: Final = "kit_id"
 MAX_VISIBILITY: Final = 43200
 MAX_DELAY: Final = 900
 MAX_RECEIVE_COUNT: Final = 1000
+#: SQS's MessageRetentionPeriod limits, seconds (60 s to 14 days).
+MIN_RETENTION: Final = 60
+MAX_RETENTION: Final = 1_209_600
+#: SQS's largest MaxNumberOfMessagesPerSecond of a move task.
+MAX_MOVE_RATE: Final = 500
+#: The output of a redrive op on an endpoint that does not implement the move-task calls
+#: (moto 5.2.5: ``NotImplementedError``, docs/runs/moto-dlq.txt); the model never gives it.
+UNSUPPORTED: Final = "unsupported"
+#: The index of queue 0's dead-letter target (``"dead_letter"``), as in the harness.
+DLQ_INDEX: Final = 1
 #: The region used for moto (any region works there).
 MOTO_REGION: Final = "us-east-1"
 #: Error codes that say a receipt handle does not (or no longer) name an in-flight delivery.
@@ -565,6 +575,20 @@ def check_config(config: QueueConfig) -> None:
         raise ValueError(
             f"dedup_interval must be {DEDUP_INTERVAL:g} on SQS (fixed), got {config.dedup_interval}"
         )
+    _check_retention("retention", config.retention)
+    if config.dead_letter is not None:
+        dl = config.dead_letter
+        if dl.visibility_timeout is None:
+            raise ValueError("dead_letter visibility_timeout must be a number on SQS")
+        _seconds("dead_letter visibility_timeout", dl.visibility_timeout, MAX_VISIBILITY)
+        _check_retention("dead_letter retention", dl.retention)
+
+
+def _check_retention(name: str, retention: float | None) -> None:
+    """A retention SQS can express: ``None`` (the kit sets SQS's maximum, 14 days) or whole
+    seconds in ``MIN_RETENTION..MAX_RETENTION``."""
+    if retention is not None and _seconds(name, retention, MAX_RETENTION) < MIN_RETENTION:
+        raise ValueError(f"{name} must be >= {MIN_RETENTION} s on SQS, got {retention!r}")
 
 
 @dataclass
@@ -581,6 +605,10 @@ class _Queue:
     handles: dict[tuple[str, int], str] = field(default_factory=dict)
     #: Ids found in its dead-letter queue, in the order found.
     dead: list[str] = field(default_factory=list)
+    #: Its QueueArn, once asked for (a dead-letter target's, a redrive's destination's).
+    arn: str | None = None
+    #: Whether its dead letters move to queue 1 (``"dead_letter"``): ``dead`` cannot see them.
+    has_target: bool = False
 
 
 class SqsTarget:
@@ -594,7 +622,20 @@ class SqsTarget:
         self._token = endpoint.next_token()
         self.queues: list[_Queue] = []
         self._current = 0
-        self.new_queue()
+        # The MessageId of every message sent, and of every redriven one seen: its harness id.
+        self._ids: dict[str, str] = {}
+        #: How many redriven messages were seen (each named ``msg-<n>`` as the model names it).
+        self._redriven = 0
+        #: The handle of queue 1's most recent move task (``StartMessageMoveTask``).
+        self._task: str | None = None
+        if config.dead_letter is None:
+            self.new_queue()
+        else:
+            # Queue 1 first (queue 0's RedrivePolicy names it), then queue 0 with that policy.
+            dl = self._make(f"kit-{self._token}-1", config.dead_letter_config(), None)
+            self.queues.append(self._make(f"kit-{self._token}-0", config, self._arn(dl)))
+            self.queues.append(dl)
+            self._current = 0
         # The scenario's time 0 is now, once its first queue exists.
         endpoint.clock.restart()
 
@@ -654,24 +695,45 @@ class SqsTarget:
         live[name] = (url, attributes)
         return url
 
-    def new_queue(self) -> None:
-        c = self._config
-        name = f"kit-{self._token}-{len(self.queues)}"
+    def _arn(self, q: _Queue) -> str:
+        if q.arn is None:
+            got = self._admin("get_queue_attributes", QueueUrl=q.url, AttributeNames=["QueueArn"])
+            q.arn = str(got["Attributes"]["QueueArn"])
+        return q.arn
+
+    def _make(self, name: str, c: QueueConfig, target: str | None) -> _Queue:
+        """A queue of configuration ``c``: its dead letters go to ``target`` (an ARN: queue 1)
+        or, with ``max_receives`` and no target, to a DLQ of its own (``<name>-dlq``)."""
         vt = c.visibility_timeout or 0  # check_config refused None
         attributes = {
             "VisibilityTimeout": str(_seconds("visibility_timeout", vt, MAX_VISIBILITY)),
             "DelaySeconds": str(_seconds("delay", c.delay, MAX_DELAY)),
         }
+        if c.retention is not None:
+            attributes["MessageRetentionPeriod"] = str(
+                _seconds("retention", c.retention, MAX_RETENTION)
+            )
+        elif self._config.retention is not None or self._config.dead_letter is not None:
+            # A scenario about retention: a queue without one keeps messages as long as SQS can.
+            attributes["MessageRetentionPeriod"] = str(MAX_RETENTION)
         dlq_url = None
         if c.max_receives is not None:
-            dlq_url = self._create(f"{name}-dlq", {})
-            arn = self._admin("get_queue_attributes", QueueUrl=dlq_url, AttributeNames=["QueueArn"])
-            policy = {
-                "deadLetterTargetArn": arn["Attributes"]["QueueArn"],
-                "maxReceiveCount": c.max_receives,
-            }
+            if target is None:
+                dlq_url = self._create(f"{name}-dlq", {})
+                got = self._admin(
+                    "get_queue_attributes", QueueUrl=dlq_url, AttributeNames=["QueueArn"]
+                )
+                target = str(got["Attributes"]["QueueArn"])
+            policy = {"deadLetterTargetArn": target, "maxReceiveCount": c.max_receives}
             attributes["RedrivePolicy"] = json.dumps(policy)
-        self.queues.append(_Queue(self._create(name, attributes), dlq_url))
+        q = _Queue(self._create(name, attributes), dlq_url)
+        q.has_target = dlq_url is None and c.max_receives is not None
+        return q
+
+    def new_queue(self) -> None:
+        name = f"kit-{self._token}-{len(self.queues)}"
+        # A new queue has the scenario's settings but no dead-letter target of the scenario's.
+        self.queues.append(self._make(name, replace(self._config, dead_letter=None), None))
         self._current = len(self.queues) - 1
 
     def use(self, index: int) -> None:
@@ -726,6 +788,7 @@ class SqsTarget:
         """Record a successful send; :data:`DUPLICATE` if SQS returned an earlier MessageId."""
         q = self._q
         q.sent.add(id)
+        self._ids.setdefault(message_id, id)
         if message_id in q.message_ids:
             return DUPLICATE
         q.message_ids.add(message_id)
@@ -775,10 +838,27 @@ class SqsTarget:
         out: list[Delivered] = []
         for m in got.get("Messages", []):
             id, payload = _identify(m)
+            id = self._harness_id(m["MessageId"], id)
             attempt = int(m["Attributes"]["ApproximateReceiveCount"])
             self._q.handles[(id, attempt)] = m["ReceiptHandle"]
             out.append((id, payload, attempt))
         return out
+
+    def _harness_id(self, message_id: str, kit_id: str) -> str:
+        """The harness id of a received message: its ``kit_id``, except for a message a move
+        task redrove. SQS gives that one a new MessageId and keeps its attributes (AWS: "All
+        redriven messages are treated as new messages: they get a new messageID"); the model
+        gives it a fresh id from the system's counter, ``msg-<n>``, so the kit names the n-th
+        new MessageId it sees ``msg-<n>`` (in the order received: the model's order when the
+        endpoint moves oldest first and delivers in order). Only a scenario with a redrive
+        can show one: every other message's MessageId is one a send returned."""
+        if message_id in self._ids:
+            return self._ids[message_id]
+        if self._task is None:
+            return kit_id
+        self._redriven += 1
+        self._ids[message_id] = f"msg-{self._redriven}"
+        return self._ids[message_id]
 
     def receive(self, vt: float | QueueDefault | None) -> Delivered | None:
         got = self._receive(1, vt)
@@ -872,6 +952,11 @@ class SqsTarget:
 
     def dead_letters(self) -> list[str]:
         q = self._q
+        if q.has_target:
+            raise ValueError(
+                "dead: queue 0's dead letters move to queue 1; SQS cannot list what died in a "
+                'queue (receive from queue 1: ["use", 1] then "reserve")'
+            )
         if q.dlq_url is None:
             return []
         while True:
@@ -891,6 +976,77 @@ class SqsTarget:
                 {"Id": f"e{i}", "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(messages)
             ]
             self._call("delete_message_batch", QueueUrl=q.dlq_url, Entries=entries)
+
+    # -- redrive and retention (issue 25) -------------------------------------------------------
+
+    def _move_call(self, operation: str, **params: Any) -> Any:
+        """A move-task call; ``None`` when the endpoint does not implement it (moto raises
+        ``NotImplementedError`` in-process and answers an error naming it over HTTP)."""
+        try:
+            return self._call(operation, **params)
+        except NotImplementedError:
+            return None
+        except SqsError as e:
+            if "not been implemented" in str(e) or "NotImplemented" in str(e):
+                return None
+            raise
+
+    def _latest_task(self) -> dict[str, Any] | str | None:
+        """Queue 1's most recent move task (``ListMessageMoveTasks``), ``None`` if it has
+        none, :data:`UNSUPPORTED` if the endpoint does not implement the call."""
+        got = self._move_call(
+            "list_message_move_tasks", SourceArn=self._arn(self.queues[DLQ_INDEX]), MaxResults=1
+        )
+        if got is None:
+            return UNSUPPORTED
+        results = got.get("Results", [])
+        return dict(results[0]) if results else None
+
+    def redrive(self, rate: float | None, to: int | None) -> bool | str:
+        if self._config.dead_letter is None:
+            raise ValueError("redrive: the scenario has no dead-letter target")
+        params: dict[str, Any] = {"SourceArn": self._arn(self.queues[DLQ_INDEX])}
+        if to is not None:
+            params["DestinationArn"] = self._arn(self.queues[to])
+        if rate is not None:
+            if not float(rate).is_integer() or not 1 <= rate <= MAX_MOVE_RATE:
+                raise ValueError(
+                    f"rate must be whole messages per second in 1..500 on SQS, got {rate}"
+                )
+            params["MaxNumberOfMessagesPerSecond"] = int(rate)
+        # One running task per queue: the kit asks first rather than read an error's code.
+        latest = self._latest_task()
+        if latest == UNSUPPORTED:
+            return UNSUPPORTED
+        if isinstance(latest, dict) and latest.get("Status") == "RUNNING":
+            return False
+        got = self._move_call("start_message_move_task", **params)
+        if got is None:
+            return UNSUPPORTED
+        self._task = str(got["TaskHandle"])
+        return True
+
+    def redrive_cancel(self) -> bool | str:
+        latest = self._latest_task()
+        if latest == UNSUPPORTED:
+            return UNSUPPORTED
+        if not isinstance(latest, dict) or latest.get("Status") != "RUNNING":
+            return False
+        handle = latest.get("TaskHandle", self._task)
+        return self._move_call("cancel_message_move_task", TaskHandle=handle) is not None
+
+    def redrive_status(self) -> list[str | int | None] | str | None:
+        latest = self._latest_task()
+        if latest == UNSUPPORTED or latest is None:
+            return latest
+        assert isinstance(latest, dict)
+        status = str(latest["Status"]).lower()
+        # SQS has no count of skipped messages: null, which the judge does not compare.
+        moved = int(latest.get("ApproximateNumberOfMessagesMoved", 0))
+        return [status, moved, None, int(latest.get("ApproximateNumberOfMessagesToMove", 0))]
+
+    def aged(self) -> list[str]:
+        raise ValueError("aged: SQS deletes an aged-out message without a trace (no listing)")
 
     def advance(self, dt: float) -> None:
         self._endpoint.clock.advance(_seconds("dt", dt, MAX_VISIBILITY))

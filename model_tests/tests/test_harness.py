@@ -131,7 +131,7 @@ def test_fifo_example(name: str, target: TargetName) -> None:
 def test_fifo_batch_repeating_an_id_of_a_duplicate_entry(target: TargetName) -> None:
     """Contract 2b: a batch's duplicates are set aside first and the other entries are accepted
     or rejected together, so an id that only repeats a duplicate entry's id is no repeat."""
-    scenario = {
+    scenario: dict[str, Any] = {
         "capacity": None,
         "fifo": True,
         "ops": [
@@ -234,3 +234,99 @@ def test_empty_input_is_no_scenarios() -> None:
     out, err = io.StringIO(), io.StringIO()
     assert run_lines(io.StringIO(""), out, err, "model") == 0
     assert (out.getvalue(), err.getvalue()) == ("", "")
+
+
+# -- a system of queues (issue 25): a dead-letter target, redrive, retention ---------------------
+
+#: The system examples: queue 1 as queue 0's dead-letter target, the redrive ops, retention.
+SYSTEM: dict[str, tuple[dict[str, Any], list[Any]]] = examples("harness_system.json")
+#: The targets that run a system of queues.
+SYSTEM_TARGETS: tuple[TargetName, ...] = ("impl",)
+
+
+@pytest.mark.parametrize("target", SYSTEM_TARGETS)
+@pytest.mark.parametrize("name", list(SYSTEM))
+def test_system_example(name: str, target: TargetName) -> None:
+    scenario, expected = SYSTEM[name]
+    assert run_scenario(scenario, target) == expected
+
+
+#: System lines that are not valid scenarios: the line, a fragment of the error.
+SYSTEM_MALFORMED: dict[str, tuple[dict[str, Any], str]] = {
+    "dead_letter without max_receives": (
+        {"capacity": None, "dead_letter": {}, "ops": []},
+        'dead_letter: needs "max_receives"',
+    ),
+    "unknown dead_letter key": (
+        {"capacity": None, "max_receives": 1, "dead_letter": {"capacity": 1}, "ops": []},
+        'dead_letter: unknown key "capacity"',
+    ),
+    "retention 0": ({"capacity": None, "retention": 0, "ops": []}, "retention: must be > 0"),
+    "dead_letter retention 0": (
+        {"capacity": None, "max_receives": 1, "dead_letter": {"retention": 0}, "ops": []},
+        "dead_letter retention: must be > 0",
+    ),
+    "redrive without a target": (
+        {"capacity": None, "ops": [["redrive"]]},
+        'redrive needs a dead-letter target (the scenario key "dead_letter")',
+    ),
+    "redrive_status without a target": (
+        {"capacity": None, "ops": [["redrive_status"]]},
+        "redrive_status needs a dead-letter target",
+    ),
+    "redrive into the dead-letter queue": (
+        {"capacity": None, "max_receives": 1, "dead_letter": {}, "ops": [["redrive", {"to": 1}]]},
+        "cannot move into the dead-letter queue itself",
+    ),
+    "redrive to a queue not made yet": (
+        {"capacity": None, "max_receives": 1, "dead_letter": {}, "ops": [["redrive", {"to": 2}]]},
+        "only queues 0..1 exist at this point",
+    ),
+    "redrive rate 0": (
+        {"capacity": None, "max_receives": 1, "dead_letter": {}, "ops": [["redrive", {"rate": 0}]]},
+        "rate: must be > 0",
+    ),
+    "redrive unknown option": (
+        {"capacity": None, "max_receives": 1, "dead_letter": {}, "ops": [["redrive", {"n": 1}]]},
+        'unknown option "n" (known: rate, to)',
+    ),
+    "redrive_cancel with an argument": (
+        {"capacity": None, "max_receives": 1, "dead_letter": {}, "ops": [["redrive_cancel", 1]]},
+        'redrive_cancel takes ["redrive_cancel"]',
+    ),
+    "use 1 without a target": (
+        {"capacity": None, "ops": [["use", 1]]},
+        "use 1: only queues 0..0 exist",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(SYSTEM_MALFORMED))
+def test_system_malformed_line_stops_with_status_2(name: str) -> None:
+    bad, fragment = SYSTEM_MALFORMED[name]
+    out, err = io.StringIO(), io.StringIO()
+    status = run_lines(io.StringIO(f"{VALID}\n{json.dumps(bad)}\n"), out, err, "impl")
+    assert status == EXIT_MALFORMED
+    assert out.getvalue() == '[true,["a","A",1]]\n'
+    assert err.getvalue().startswith("line 2: ") and fragment in err.getvalue(), err.getvalue()
+
+
+def test_a_new_queue_after_a_target_is_queue_2_and_has_no_target() -> None:
+    # Queue 2 (the first ["new"] of a scenario with a dead-letter target) keeps its dead
+    # letters as before: in itself, listed by dead, with nothing in queue 1.
+    scenario: dict[str, Any] = {
+        "capacity": None,
+        "visibility_timeout": 5,
+        "max_receives": 1,
+        "dead_letter": {},
+        "ops": [
+            ["new"],
+            ["enqueue", "a", "A"],
+            ["reserve"],
+            ["advance", 5],
+            ["dead"],
+            ["use", 1],
+            ["reserve"],
+        ],
+    }
+    assert run_scenario(scenario, "impl") == [None, True, ["a", "A", 1], None, ["a"], None, None]
