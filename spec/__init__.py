@@ -4,7 +4,9 @@ Immutable state in, ``(new state, result)`` out, time as an explicit argument. T
 obviously-correct model that the threaded implementation (``impl``) is tested against, and the
 Python twin of the TLA+ spec in ``tla/Queue.tla``: the same actions under the same names. The
 operations, with their names in every layer, are declared once in :data:`REGISTRY`
-(:mod:`spec.operations`).
+(:mod:`spec.operations`). A system of queues linked by dead-letter targets, with redrive and
+retention (docs/contract.md section 7), is :mod:`spec.system`, its invariants
+:mod:`spec.system_invariants` and its explorer :mod:`spec.system_explore`.
 
     >>> from spec import Config, initial, send, receive, delete
     >>> s = initial(Config(capacity=1))
@@ -38,7 +40,10 @@ from spec.invariants import (
 from spec.operations import REGISTRY, Registry
 from spec.state import (
     DEDUP_INTERVAL,
+    MSG,
+    RET,
     TERMINAL,
+    TICK,
     Config,
     Delivery,
     Msg,
@@ -46,10 +51,12 @@ from spec.state import (
     State,
     Status,
     Time,
+    TimerEntry,
     initial,
 )
 from spec.transitions import (
     MAX_BATCH,
+    age_out,
     can_send,
     cancel,
     change_visibility,
@@ -59,9 +66,13 @@ from spec.transitions import (
     delete_batch,
     due,
     expire,
+    fire,
     fire_delay,
     is_duplicate,
+    move_in,
+    move_out,
     next_deadline,
+    next_timer,
     purge,
     receive,
     receive_batch,
@@ -69,6 +80,8 @@ from spec.transitions import (
     retry,
     send,
     send_batch,
+    set_order,
+    timer_due,
 )
 
 __all__ = [
@@ -76,9 +89,12 @@ __all__ = [
     "DEDUP_INTERVAL",
     "INVARIANTS",
     "MAX_BATCH",
+    "MSG",
     "REGISTRY",
+    "RET",
     "STEP_INVARIANTS",
     "TERMINAL",
+    "TICK",
     "Config",
     "Delivery",
     "Msg",
@@ -87,6 +103,8 @@ __all__ = [
     "State",
     "Status",
     "Time",
+    "TimerEntry",
+    "age_out",
     "attempts_count",
     "batch_atomic",
     "can_send",
@@ -103,13 +121,17 @@ __all__ = [
     "due",
     "expire",
     "fifo_visible",
+    "fire",
     "fire_delay",
     "group_order",
     "group_order_step",
     "ids_reserved",
     "initial",
     "is_duplicate",
+    "move_in",
+    "move_out",
     "next_deadline",
+    "next_timer",
     "one_live_receipt",
     "one_state",
     "purge",
@@ -119,6 +141,8 @@ __all__ = [
     "retry",
     "send",
     "send_batch",
+    "set_order",
     "step_violations",
+    "timer_due",
     "violations",
 ]
