@@ -54,8 +54,9 @@ A system of queues (issue 25, contract section 7): dead-letter targets, redrive,
 - The system ops (:data:`SYSTEM_OPS`), each valid only where it can mean something:
   ``["redrive"]`` or ``["redrive", {"rate": r, "to": i}]`` starts a redrive of queue 1 (the
   dead-letter target, whichever queue is current): ``rate`` messages per second (a time > 0;
-  without it the whole scope moves at once), ``to`` a queue index other than 1 that exists at
-  that point (without it each message goes back to its source); it outputs ``true``, or
+  without it the whole scope moves at once), ``to`` the destination, which can only be 0, the
+  one other queue of the system (a ``["new"]`` queue is in no system; without ``to`` each
+  message goes back to its source, queue 0 too: SQS's ``DestinationArn`` named or not); it outputs ``true``, or
   ``false`` when a task of queue 1 is already running. ``["redrive_cancel"]`` cancels queue
   1's most recent task: ``true`` if it was running. ``["redrive_status"]`` outputs that task as
   ``[status, moved, skipped, to_move]`` (status ``"running"``, ``"completed"`` or
@@ -523,8 +524,10 @@ def _redrive(where: str, args: list[object], queues: int) -> Redrive:
         to = _int(f"{where} to", opts["to"], 0)
         if to == DLQ_INDEX:
             _fail(f"{where} to", "a redrive cannot move into the dead-letter queue itself (1)")
-        if to >= queues:
-            _fail(f"{where} to", f"only queues 0..{queues - 1} exist at this point")
+        if to != 0:
+            # A "new" queue is in no system (its ids are its own), and a redrive moves only
+            # inside one: the spec's system holds queues 0 and 1 (spec.system).
+            _fail(f"{where} to", f"must be 0, the one other queue of the system, got {to}")
     return Redrive(rate=rate, to=to)
 
 

@@ -39,6 +39,8 @@ from typing import Any, Literal, Protocol, TypeAlias
 
 import impl
 import spec
+import spec.system as spec_system
+import spec.transitions
 from model_tests.scenario_format import (
     QUEUE_DEFAULT,
     Aged,
@@ -176,20 +178,9 @@ class ModelTarget:
     """Runs a scenario on the spec: a list of ``spec.State`` values and a number for the clock."""
 
     def __init__(self, config: QueueConfig) -> None:
-        if config.retention is not None or config.dead_letter is not None:
-            raise ValueError("retention and dead_letter: the model target runs them on spec.system")
-        if config.fifo:
-            self._config = spec.Config(
-                capacity=config.capacity,
-                max_receives=config.max_receives,
-                delay=config.delay,
-                fifo=True,
-                dedup_interval=config.dedup_interval,
-            )
-        else:
-            self._config = spec.Config(
-                capacity=config.capacity, max_receives=config.max_receives, delay=config.delay
-            )
+        if config.dead_letter is not None:
+            raise ValueError("dead_letter: a system of queues runs on SystemModelTarget")
+        self._config = spec_config(config)
         self._vt = config.visibility_timeout
         self._delay = config.delay
         self._now: spec.Time = 0.0
@@ -291,18 +282,222 @@ class ModelTarget:
     def use(self, index: int) -> None:
         self._current = index
 
-    def redrive(self, rate: float | None, to: int | None) -> bool:
-        raise ValueError("redrive: the model target runs it on spec.system")
+    def redrive(self, rate: float | None, to: int | None) -> bool | str:
+        raise ValueError("redrive: a scenario without a dead-letter target (parser refuses it)")
 
-    def redrive_cancel(self) -> bool:
-        raise ValueError("redrive_cancel: the model target runs it on spec.system")
+    def redrive_cancel(self) -> bool | str:
+        raise ValueError("redrive_cancel: a scenario without a dead-letter target")
 
-    def redrive_status(self) -> Progress | None:
-        raise ValueError("redrive_status: the model target runs it on spec.system")
+    def redrive_status(self) -> Progress | str | None:
+        raise ValueError("redrive_status: a scenario without a dead-letter target")
 
     def aged(self) -> list[str]:
-        # A queue without retention (the only kind this target makes) never ages a message.
-        return []
+        return list(self.states[self._current].aged_out)
+
+    def close(self) -> None:
+        pass
+
+
+def spec_config(config: QueueConfig) -> spec.Config:
+    """The spec's configuration of a queue of ``config`` (its dead-letter target aside)."""
+    if config.fifo:
+        return spec.Config(
+            capacity=config.capacity,
+            max_receives=config.max_receives,
+            delay=config.delay,
+            fifo=True,
+            dedup_interval=config.dedup_interval,
+            retention=config.retention,
+        )
+    return spec.Config(
+        capacity=config.capacity,
+        max_receives=config.max_receives,
+        delay=config.delay,
+        retention=config.retention,
+    )
+
+
+class SystemModelTarget(ModelTarget):
+    """The model target of a scenario with a dead-letter target: queues 0 and 1 are one
+    :class:`spec.system.System` (queue 1, ``"dlq"``, added first as a target must be; queue 0,
+    ``"q0"``, naming it), run by :mod:`spec.system`'s transitions; a ``["new"]`` queue (2, 3,
+    ...) is a queue of its own, as in :class:`ModelTarget`. ``states`` mirrors every queue's
+    state after each op, so a guide reads it as before."""
+
+    #: The system's queue names by harness index.
+    NAMES: tuple[str, str] = ("q0", "dlq")
+
+    def __init__(self, config: QueueConfig) -> None:
+        super().__init__(replace(config, dead_letter=None))
+        dl = config.dead_letter_config()
+        self._dlq_vt = dl.visibility_timeout
+        self.system = spec_system.build(("dlq", spec_config(dl)), ("q0", self._config, "dlq"))
+        self.states.append(self.system.state("dlq"))
+        self._sync()
+
+    def _sync(self) -> None:
+        self.states[0] = self.system.state("q0")
+        self.states[1] = self.system.state("dlq")
+
+    @property
+    def _name(self) -> str | None:
+        """The system name of the current queue, ``None`` for a queue of its own."""
+        return self.NAMES[self._current] if self._current < 2 else None
+
+    def _receipt(self, id: str, attempt: int) -> spec.Receipt:
+        assert self._name is not None
+        return spec.Receipt(self.system.state(self._name).queue, id, attempt)
+
+    def _vt_of(self, vt: float | QueueDefault | None) -> float | None:
+        if vt is QUEUE_DEFAULT and self._current == 1:
+            return self._dlq_vt
+        return super()._vt_of(vt)
+
+    def _send_delay(self, name: str, delay: Delay) -> float:
+        # Queue 1 has no delay of its own; a send's own option applies on either queue.
+        if delay is QUEUE_DEFAULT:
+            return 0.0 if name == "dlq" else self._delay
+        return delay
+
+    def send(
+        self, id: str, body: str, delay: Delay, group: str | None = None, dedup: str | None = None
+    ) -> Sent:
+        name = self._name
+        if name is None:
+            return super().send(id, body, delay, group, dedup)
+        d = None if group is not None else self._send_delay(name, delay)
+        self.system, result = spec_system.send(
+            self.system, name, id, body, d, self._now, group=group, dedup_id=dedup
+        )
+        self._sync()
+        return DUPLICATE if isinstance(result, str) else result is True
+
+    def send_batch(self, entries: Sequence[BatchEntry]) -> bool | list[Sent]:
+        name = self._name
+        if name is None:
+            return super().send_batch(entries)
+        batch: tuple[spec.transitions.BatchEntry, ...]
+        if self._config.fifo:
+            batch = tuple((e[0], e[1], None, *_fifo_parts(e)) for e in entries)
+        else:
+            batch = tuple((e[0], e[1], self._send_delay(name, e[2])) for e in entries)
+        self.system, results = spec_system.send_batch(self.system, name, batch, self._now)
+        self._sync()
+        return _sent_list(results) if self._config.fifo else results is True
+
+    def receive(self, vt: float | QueueDefault | None) -> Delivered | None:
+        name = self._name
+        if name is None:
+            return super().receive(vt)
+        self.system, d = spec_system.receive(self.system, name, self._now, self._vt_of(vt))
+        self._sync()
+        return None if d is None else _delivered(d)
+
+    def receive_batch(self, n: int, vt: float | QueueDefault | None) -> list[Delivered]:
+        name = self._name
+        if name is None:
+            return super().receive_batch(n, vt)
+        self.system, ds = spec_system.receive_batch(
+            self.system, name, self._now, n, self._vt_of(vt)
+        )
+        self._sync()
+        return [_delivered(d) for d in ds]
+
+    def delete(self, id: str, attempt: int) -> bool:
+        name = self._name
+        if name is None:
+            return super().delete(id, attempt)
+        self.system, ok = spec_system.delete(self.system, name, self._receipt(id, attempt))
+        self._sync()
+        return ok
+
+    def delete_batch(self, receipts: Sequence[tuple[str, int]]) -> list[bool]:
+        name = self._name
+        if name is None:
+            return super().delete_batch(receipts)
+        rs = [self._receipt(id, attempt) for id, attempt in receipts]
+        self.system, oks = spec_system.delete_batch(self.system, name, rs)
+        self._sync()
+        return list(oks)
+
+    def retry(self, id: str, attempt: int) -> bool:
+        name = self._name
+        if name is None:
+            return super().retry(id, attempt)
+        receipt = self._receipt(id, attempt)
+        self.system, ok = spec_system.retry(self.system, name, receipt, self._now)
+        self._sync()
+        return ok
+
+    def change_visibility(self, id: str, attempt: int, t: float) -> bool:
+        name = self._name
+        if name is None:
+            return super().change_visibility(id, attempt, t)
+        receipt = self._receipt(id, attempt)
+        self.system, ok = spec_system.change_visibility(self.system, name, receipt, t, self._now)
+        self._sync()
+        return ok
+
+    def change_visibility_batch(self, changes: Sequence[tuple[str, int, float]]) -> list[bool]:
+        name = self._name
+        if name is None:
+            return super().change_visibility_batch(changes)
+        cs = [(self._receipt(id, attempt), t) for id, attempt, t in changes]
+        self.system, oks = spec_system.change_visibility_batch(self.system, name, cs, self._now)
+        self._sync()
+        return list(oks)
+
+    def cancel(self, id: str) -> bool:
+        name = self._name
+        if name is None:
+            return super().cancel(id)
+        self.system, ok = spec_system.cancel(self.system, name, id)
+        self._sync()
+        return ok
+
+    def purge(self) -> int:
+        name = self._name
+        if name is None:
+            return super().purge()
+        self.system, n = spec_system.purge(self.system, name)
+        self._sync()
+        return n
+
+    def dead_letters(self) -> list[str]:
+        return list(self.states[self._current].dead)
+
+    def sweep_all(self) -> None:
+        # The system's queues in creation order (the target, then its source), then the rest.
+        for name in ("dlq", "q0"):
+            self.system, _ = spec_system.expire(self.system, name, self._now)
+        self._sync()
+        self.states[2:] = [spec.expire(s, self._now)[0] for s in self.states[2:]]
+
+    def redrive(self, rate: float | None, to: int | None) -> bool | str:
+        destination = None if to is None else self.NAMES[to]
+        try:
+            self.system, _ = spec_system.start_redrive(
+                self.system, "dlq", self._now, destination=destination, rate=rate
+            )
+        except spec_system.RedriveRunning:
+            return False
+        self._sync()
+        return True
+
+    def redrive_cancel(self) -> bool | str:
+        tasks = self.system.redrive_tasks("dlq")
+        if not tasks:
+            return False
+        self.system, ok = spec_system.cancel_redrive(self.system, tasks[0].name)
+        self._sync()
+        return ok
+
+    def redrive_status(self) -> Progress | str | None:
+        tasks = self.system.redrive_tasks("dlq")
+        if not tasks:
+            return None
+        t = tasks[0]
+        return [t.status.value, t.moved, t.skipped, t.to_move]
 
     def close(self) -> None:
         pass
@@ -585,8 +780,14 @@ class ImplTarget:
             q.close()
 
 
+def model_target(config: QueueConfig) -> ModelTarget:
+    """The model target of ``config``: a system of queues with a dead-letter target, else the
+    plain spec."""
+    return ModelTarget(config) if config.dead_letter is None else SystemModelTarget(config)
+
+
 TARGETS: Mapping[TargetName, Callable[[QueueConfig], Target]] = {
-    "model": ModelTarget,
+    "model": model_target,
     "impl": ImplTarget,
 }
 

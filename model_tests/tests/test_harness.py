@@ -240,8 +240,8 @@ def test_empty_input_is_no_scenarios() -> None:
 
 #: The system examples: queue 1 as queue 0's dead-letter target, the redrive ops, retention.
 SYSTEM: dict[str, tuple[dict[str, Any], list[Any]]] = examples("harness_system.json")
-#: The targets that run a system of queues.
-SYSTEM_TARGETS: tuple[TargetName, ...] = ("impl",)
+#: The targets that run a system of queues: the spec's (spec.system) and impl's.
+SYSTEM_TARGETS: tuple[TargetName, ...] = TARGETS
 
 
 @pytest.mark.parametrize("target", SYSTEM_TARGETS)
@@ -278,9 +278,14 @@ SYSTEM_MALFORMED: dict[str, tuple[dict[str, Any], str]] = {
         {"capacity": None, "max_receives": 1, "dead_letter": {}, "ops": [["redrive", {"to": 1}]]},
         "cannot move into the dead-letter queue itself",
     ),
-    "redrive to a queue not made yet": (
-        {"capacity": None, "max_receives": 1, "dead_letter": {}, "ops": [["redrive", {"to": 2}]]},
-        "only queues 0..1 exist at this point",
+    "redrive to a queue of no system": (
+        {
+            "capacity": None,
+            "max_receives": 1,
+            "dead_letter": {},
+            "ops": [["new"], ["redrive", {"to": 2}]],
+        },
+        "must be 0, the one other queue of the system, got 2",
     ),
     "redrive rate 0": (
         {"capacity": None, "max_receives": 1, "dead_letter": {}, "ops": [["redrive", {"rate": 0}]]},
@@ -301,11 +306,12 @@ SYSTEM_MALFORMED: dict[str, tuple[dict[str, Any], str]] = {
 }
 
 
+@pytest.mark.parametrize("target", TARGETS)
 @pytest.mark.parametrize("name", list(SYSTEM_MALFORMED))
-def test_system_malformed_line_stops_with_status_2(name: str) -> None:
+def test_system_malformed_line_stops_with_status_2(name: str, target: TargetName) -> None:
     bad, fragment = SYSTEM_MALFORMED[name]
     out, err = io.StringIO(), io.StringIO()
-    status = run_lines(io.StringIO(f"{VALID}\n{json.dumps(bad)}\n"), out, err, "impl")
+    status = run_lines(io.StringIO(f"{VALID}\n{json.dumps(bad)}\n"), out, err, target)
     assert status == EXIT_MALFORMED
     assert out.getvalue() == '[true,["a","A",1]]\n'
     assert err.getvalue().startswith("line 2: ") and fragment in err.getvalue(), err.getvalue()
@@ -329,4 +335,13 @@ def test_a_new_queue_after_a_target_is_queue_2_and_has_no_target() -> None:
             ["reserve"],
         ],
     }
-    assert run_scenario(scenario, "impl") == [None, True, ["a", "A", 1], None, ["a"], None, None]
+    for target in TARGETS:
+        assert run_scenario(scenario, target) == [
+            None,
+            True,
+            ["a", "A", 1],
+            None,
+            ["a"],
+            None,
+            None,
+        ]
