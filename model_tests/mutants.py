@@ -1159,3 +1159,166 @@ FIFO_MUTANTS: Final[Mapping[str, type[FifoQueue[Any]]]] = {
         UncheckedWaitFifoQueue,
     )
 }
+
+
+# =============================================================================================
+# Systems of queues (issue 25): the dead-letter move, the lock order, retention, redrive
+# =============================================================================================
+#
+# Each of these is a queue of a *system* (``dead_letter=``): its bug is in a step that spans
+# two queues, so a test builds the whole system from the mutant's class (the source and its
+# target, or the dead-letter queue and its destination). They are kept apart in
+# :data:`SYSTEM_MUTANTS`: the single-queue checks of ``test_mutants.py`` never meet their bug.
+# A step across two queues has two halves (one per queue, ``Core.release`` + ``Core.move_in``,
+# ``Core.redrive_out`` + ``Core.accept_moved``), so a system mutant may override the two
+# halves of its one broken step; ``model_tests/tests/test_system_mutants.py`` runs the check
+# that catches each, and the same check on ``impl.Queue``.
+
+
+class TwoStepMoveCore(Core[T]):
+    """The core of :class:`TwoStepMoveQueue`: a dying release only removes; the add waits."""
+
+    def release(self, rec: Record[T]) -> Wake:
+        target, self.target = self.target, None
+        try:
+            wake = super().release(rec)  # BUG: step 1, DEAD here and not yet in the target
+        finally:
+            self.target = target
+        if target is not None and self.dead and self.dead[-1] is rec:
+            self.unmoved.append(rec)
+        return wake
+
+    @property
+    def unmoved(self) -> list[Record[T]]:
+        if "_unmoved" not in vars(self):
+            vars(self)["_unmoved"] = []
+        got: list[Record[T]] = vars(self)["_unmoved"]
+        return got
+
+
+class TwoStepMoveQueue(Queue[T]):
+    """MUTANT (system): dead-lettering is two steps, remove from the source, then add to the
+    target, the second reading the clock again.
+
+    The bug: the obvious way to write a move: ``source.remove(m)`` and then
+    ``target.add(m)``. Between the two the message is in neither queue; whatever fails there
+    (here the clock read that stamps the add, any exception, a crash) leaves it DEAD in the
+    source, pointing at a target that never got it: lost, although the caller saw an
+    exception and was promised "all or nothing". ``tla/QueueSystem.tla``'s two-step teaching
+    model is the same bug.
+
+    Why the checks see it: the fault matrix of moves
+    (``model_tests.fault_matrix.check_system_faults``, ``test_faults_system.py``) fails the
+    clock's second read inside a dying ``retry`` or ``sweep``: the call raises, but the source
+    has changed (the message is DEAD there) and ``nothing_lost`` fails on the snapshots
+    (a departed message that no queue holds). Without a fault both steps run and every
+    state-based check passes.
+    """
+
+    _core_class = TwoStepMoveCore
+
+    def _after_moves(self) -> None:
+        core = self._core
+        assert isinstance(core, TwoStepMoveCore) and core.target is not None
+        unmoved, core.unmoved[:] = list(core.unmoved), []
+        now = self.clock.now()  # BUG: the add is a step of its own, which can fail here
+        for rec in unmoved:
+            core.moved_receivers += core.target.move_in(rec, now, core.handle)[0]
+        super()._after_moves()
+
+
+class OppositeLockOrderQueue(Queue[T]):
+    """MUTANT (system): a source queue takes its own lock before its dead-letter target's.
+
+    The bug: "lock the queue you work on, then the one you move into" reads naturally, and a
+    source's sweeper does it; but a redrive works the other way round (it holds the
+    dead-letter queue, then moves into the source). A sweeper dead-lettering from A into B
+    while a redrive moves from B into A then holds A and waits for B while the redrive holds
+    B and waits for A: a deadlock, the textbook one (and ``tla/``'s opposite-order teaching
+    model). The design note's rule 7 fixes one order for every two-lock step: creation order,
+    the target first.
+
+    Why the checks see it: the controlled scheduler's ``sweeper_vs_redrive`` program
+    (``model_tests/schedule/programs_system.py``, ``test_schedule_system.py``) finds, with one
+    preemption, the schedule where the sweeper holds A's lock and the redrive B's: DEADLOCK.
+    """
+
+    def _sweep_queues(self) -> list[BaseQueue[Any]]:
+        # BUG: the reverse of lock order: this queue first, then its target (and the rest).
+        return super()._sweep_queues()[::-1]
+
+
+class RetentionFromMoveCore(Core[T]):
+    """The core of :class:`RetentionFromMoveQueue`."""
+
+    def enqueue_time_of_move(self, rec: Record[T], now: float) -> float:
+        return now  # BUG: a standard queue keeps the original enqueue time (AWS)
+
+
+class RetentionFromMoveQueue(Queue[T]):
+    """MUTANT (system): a standard dead-letter queue counts a moved-in message's retention
+    from the move, not from the message's original enqueue time.
+
+    The bug: "the message arrived in the dead-letter queue now, so its clock starts now"
+    sounds right, and is what AWS does for a FIFO queue; for a standard queue AWS documents
+    the opposite ("the expiration of a message is always based on its original enqueue
+    timestamp"), so a message that spent most of its retention failing in the source may
+    expire in its dead-letter queue sooner than the queue's retention suggests. Operators
+    who size a DLQ's retention rely on that; this queue keeps messages longer than SQS would.
+
+    Why the checks see it: ``retention_counts_from_the_original_enqueue``
+    (``test_system_mutants.py``): a message sent at 0 to a source with ``retention=10``,
+    dead-lettered at 6 into a standard DLQ with ``retention=10``, must age out there at 10;
+    this queue still holds it. The lockstep machine over a system
+    (``model_tests.lockstep_system``) compares the same with ``spec.system`` when it draws
+    such a run.
+    """
+
+    _core_class = RetentionFromMoveCore
+
+
+class RedriveKeepsCore(Core[T]):
+    """The core of :class:`RedriveKeepsQueue`: the two halves of a redrive move pass the old
+    record along, and the destination's half keeps its attempt and enqueue time."""
+
+    def redrive_out(self, rec: Record[T], to: object, new_id: str) -> Wake:
+        wake = super().redrive_out(rec, to, new_id)
+        dest = to() if callable(to) else None
+        if isinstance(dest, BaseQueue):
+            vars(dest._core)["_carried"] = rec
+        return wake
+
+    def accept_moved(self, id: str, body: T, group: str | None, now: float) -> Wake:
+        wake = super().accept_moved(id, body, group, now)
+        old: Record[T] | None = vars(self).pop("_carried", None)
+        if old is not None:  # BUG: a redriven message is not a new one: nothing is reset
+            self.visible[id].attempt, self.visible[id].enqueued_at = old.attempt, old.enqueued_at
+        return wake
+
+
+class RedriveKeepsQueue(Queue[T]):
+    """MUTANT (system): a redrive moves a message back with its receive count and enqueue
+    time, as if it had never left.
+
+    The bug: "move it back" done as a move of the record, not as a new message. AWS: "all
+    redriven messages are treated as new messages: they get a new messageID and
+    enqueueTime" (and the receive count starts again). Kept, the attempt count is still
+    ``max_receives``: the message that the operator fixed the consumer for dies again at its
+    first failed delivery, straight back into the dead-letter queue; kept, the old enqueue
+    time makes it age out early.
+
+    Why the checks see it: ``redrive_resets_the_message`` (``test_system_mutants.py``): a
+    redriven message's first delivery must be attempt 1 (here: ``max_receives + 1``); and the
+    lockstep machine over a system (``model_tests.lockstep_system``), whose whole-state
+    comparison after ``start_redrive`` finds the source's new message at the old attempt,
+    not the spec's 0.
+    """
+
+    _core_class = RedriveKeepsCore
+
+
+#: The system mutants by name (apart from :data:`MUTANTS`: each needs a system of queues).
+SYSTEM_MUTANTS: Final[Mapping[str, type[Queue[Any]]]] = {
+    cls.__name__: cls
+    for cls in (TwoStepMoveQueue, OppositeLockOrderQueue, RetentionFromMoveQueue, RedriveKeepsQueue)
+}
