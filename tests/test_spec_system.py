@@ -449,3 +449,96 @@ def test_every_explored_state_of_two_queues_keeps_every_invariant() -> None:
     assert any("msg-1" in system.state("2").dead for system, _ in g.nodes), (
         "a redriven message dead-lettered again"
     )
+
+
+#: The steps of the random walk (send and expire twice: taken twice as often).
+_WALK_OPS = [
+    *("send", "send", "send_batch", "receive", "receive_batch", "delete", "retry", "cv"),
+    *("cv_batch", "cancel", "purge", "expire", "expire", "tick", "redrive", "redrive_step"),
+    "cancel_redrive",
+]
+
+
+def _walk(fifo: bool, seed: int, steps: int) -> set[str]:
+    """A seeded random walk over every transition of a three-queue system (a chain with
+    retention, redrive tasks with and without a rate, a bounded destination), checking every
+    invariant on every state and every step half on every step. Returns the actions taken."""
+    import random
+
+    rng = random.Random(seed)
+    k = ".fifo" if fifo else ""
+    dlq, src, other = f"dlq{k}", f"src{k}", f"other{k}"
+    s = sy.build(
+        (dlq, Config(fifo=fifo, retention=3.0)),
+        (src, Config(fifo=fifo, max_receives=1, retention=4.0), dlq),
+        (other, Config(fifo=fifo, capacity=2)),
+    )
+    now, n, taken = 0.0, 0, set()
+    for _ in range(steps):
+        q = rng.choice(s.names())
+        st = s.state(q)
+        live = [x for x in st.messages if x.status is Status.IN_FLIGHT]
+        receipts = [sy.Receipt(st.queue, x.id, x.attempt) for x in live]
+        op = rng.choice(_WALK_OPS)
+        before = s
+        if op == "send":
+            n += 1
+            g = rng.choice(["g1", "g2"]) if fifo else None
+            dd = rng.choice([None, "d1", "d2"]) if fifo else None
+            s, _ = sy.send(s, q, rng.choice([f"m{n}", "m1"]), "b", None, now, g, dd)
+        elif op == "send_batch":
+            n += 2
+            e = [(f"m{n - 1}", "b", None, "g1", None), (f"m{n}", "b", None, "g2", None)]
+            s, _ = sy.send_batch(s, q, e if fifo else [x[:3] for x in e], now)  # type: ignore[misc]
+        elif op == "receive":
+            s, _ = sy.receive(s, q, now, rng.choice([1.0, 2.0, None]))
+        elif op == "receive_batch":
+            s, _ = sy.receive_batch(s, q, now, 2, 1.0)
+        elif op in ("delete", "retry", "cv") and receipts:
+            r = rng.choice(receipts)
+            if op == "delete":
+                s, _ = sy.delete(s, q, r)
+            elif op == "retry":
+                s, _ = sy.retry(s, q, r, now)
+            else:
+                s, _ = sy.change_visibility(s, q, r, rng.choice([0.0, 1.0]), now)
+        elif op == "cv_batch" and receipts:
+            s, _ = sy.change_visibility_batch(s, q, [(r, 0.0) for r in receipts[:3]], now)
+        elif op == "cancel" and st.messages:
+            s, _ = sy.cancel(s, q, rng.choice(st.messages).id)
+        elif op == "purge":
+            s, _ = sy.purge(s, q)
+        elif op == "expire":
+            s, _ = sy.expire(s, q, now)
+        elif op == "tick":
+            now += rng.choice([0.5, 1.0])
+        elif op == "redrive" and s.running(q) is None:
+            dest = rng.choice([None, *(x for x in s.names() if x != q)])
+            s, _ = sy.start_redrive(s, q, now, dest, rng.choice([None, 1.0, 2.0]))
+        elif op == "redrive_step" and st.visible:
+            s, _ = sy.redrive_step(s, q, st.visible[0], rng.choice(s.names()), now)
+        elif op == "cancel_redrive" and s.tasks:
+            s, _ = sy.cancel_redrive(s, rng.choice(s.tasks).name)
+        assert system_violations(s) == [], (op, q)
+        assert system_step_violations(before, s, now) == [], (op, q)
+        if s != before or op == "tick":
+            taken.add(op)
+        ticked = op == "expire" and any(x.next_tick is not None for x in before.tasks)
+        if ticked and [x.moved for x in s.tasks] != [x.moved for x in before.tasks]:
+            taken.add("a tick moved")
+        if s.sources != before.sources:
+            taken.add("dead-letter move")
+        if any(s.state(x).aged_out != before.state(x).aged_out for x in s.names()):
+            taken.add("aged out")
+    return taken
+
+
+@pytest.mark.parametrize("fifo", [False, True])
+def test_a_random_walk_over_every_transition_keeps_every_invariant(fifo: bool) -> None:
+    taken: set[str] = set()
+    for seed in range(4):
+        taken |= _walk(fifo, seed, 250)
+    ops = ["send", "send_batch", "receive", "receive_batch", "delete", "retry", "cv"]
+    ops += ["cv_batch", "cancel", "purge", "expire", "tick", "redrive", "redrive_step"]
+    ops += ["cancel_redrive", "a tick moved", "dead-letter move", "aged out"]
+    assert taken == set(ops)  # every kind of step changed the system at least once
