@@ -10,7 +10,7 @@ import pytest
 
 from spec import system as sy
 from spec.invariants import violations
-from spec.state import MSG, RET, TICK, Config, Msg, State, Status, initial
+from spec.state import MSG, RET, TICK, Config, Msg, Receipt, State, Status, initial
 from spec.system_explore import SystemBounds, explore_system
 from spec.system_invariants import (
     nothing_lost,
@@ -478,7 +478,7 @@ def _walk(fifo: bool, seed: int, steps: int) -> set[str]:
         q = rng.choice(s.names())
         st = s.state(q)
         live = [x for x in st.messages if x.status is Status.IN_FLIGHT]
-        receipts = [sy.Receipt(st.queue, x.id, x.attempt) for x in live]
+        receipts = [Receipt(st.queue, x.id, x.attempt) for x in live]
         op = rng.choice(_WALK_OPS)
         before = s
         if op == "send":
@@ -489,7 +489,7 @@ def _walk(fifo: bool, seed: int, steps: int) -> set[str]:
         elif op == "send_batch":
             n += 2
             e = [(f"m{n - 1}", "b", None, "g1", None), (f"m{n}", "b", None, "g2", None)]
-            s, _ = sy.send_batch(s, q, e if fifo else [x[:3] for x in e], now)  # type: ignore[misc]
+            s, _ = sy.send_batch(s, q, e if fifo else [x[:3] for x in e], now)
         elif op == "receive":
             s, _ = sy.receive(s, q, now, rng.choice([1.0, 2.0, None]))
         elif op == "receive_batch":
