@@ -206,11 +206,7 @@ class State:
 
       ``dedup``     FIFO queues only: the deduplication records ``(dedup_id, id,
                     accepted_at)``, one per dedup id, that of its latest acceptance (a
-                    duplicate never touches it), sorted by dedup id; ``()`` on standard queues.
-
-    On a FIFO queue ``visible`` is in send order (``Msg.sent``): a released message goes back
-    to its place, not to the tail (contract section 2b).
-
+                    duplicate never touches it), sorted by dedup id; ``()`` on standard queues;
       ``aged_out``  ids of ``AGED_OUT`` messages, in the order they aged out;
       ``moved``     ids of ``MOVED`` messages, in the order they were redriven out;
       ``order``     the one timer order when it holds more than ``timers`` (contract 7.4):
@@ -222,6 +218,10 @@ class State:
                     (:meth:`timer_order` gives it either way). A retention timer is started at
                     acceptance (after the delay timer), at a move in and at a redrive in; it
                     stops when its message ends (terminal: a stale timer is simply gone).
+                    With no retention and no tick, ``timers`` is the whole order.
+
+    On a FIFO queue ``visible`` is in send order (``Msg.sent``): a released message goes back
+    to its place, not to the tail (contract section 2b).
 
     ``delayed`` and ``timers`` come after ``queue`` so that states built positionally before
     delays existed still mean what they meant; ``dedup`` and then the fields of contract 7

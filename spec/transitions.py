@@ -5,6 +5,11 @@ One function per row of the contract's table, named as in the TLA+ spec (``Send`
 rejected call returns the *same* state object it was given, so "changes nothing" is checkable
 with ``is``.
 
+The steps of contract section 7 on one queue are here too: a retention timer in the one
+timer order (``State.order``) and :func:`age_out`; :func:`move_in` and :func:`move_out`, the
+halves of a move that :mod:`spec.system` joins into one step across two queues. A queue with no
+retention and no redrive takes exactly the steps it always took.
+
 Time is always an argument (``now``); nothing here reads a clock. This module is the obviously
 correct version: it favours clarity over speed, and the threaded implementation is tested
 against it step by step.
