@@ -980,14 +980,18 @@ class SqsTarget:
     # -- redrive and retention (issue 25) -------------------------------------------------------
 
     def _move_call(self, operation: str, **params: Any) -> Any:
-        """A move-task call; ``None`` when the endpoint does not implement it (moto raises
-        ``NotImplementedError`` in-process and answers an error naming it over HTTP)."""
+        """A move-task call; ``None`` when the endpoint does not implement it (moto 5.2.5 raises
+        ``NotImplementedError`` in-process; moto-server answers it with HTTP 500)."""
         try:
             return self._call(operation, **params)
         except NotImplementedError:
             return None
         except SqsError as e:
-            if "not been implemented" in str(e) or "NotImplemented" in str(e):
+            code, message = _code(e.__cause__ or e)
+            if "not been implemented" in message:
+                return None
+            # moto-server answers its NotImplementedError with HTTP 500 and an HTML page.
+            if self._endpoint.name == "moto-server" and code == "500":
                 return None
             raise
 
