@@ -32,7 +32,7 @@ from hypothesis import strategies as st
 
 import spec
 from model_tests.scenario_format import MAX_BATCH, op_table, parse_op, parse_scenario
-from model_tests.targets import ModelTarget, apply
+from model_tests.targets import ModelTarget, apply, model_target
 
 #: Every op name of the format (from the registry, then ``dead``, ``new``, ``use``);
 #: :func:`scenarios` draws all of them.
@@ -259,3 +259,94 @@ def guided_ops(
         apply(model, parse_op(raw, queues=len(model.states), fifo=fifo))
         ops.append(raw)
     return ops
+
+
+# -- systems of queues (issue 25): a dead-letter target, redrive, retention -----------------------
+
+
+_ACTIVE = frozenset({spec.Status.DELAYED, spec.Status.VISIBLE, spec.Status.IN_FLIGHT})
+
+
+def system_timers(model: ModelTarget) -> list[float]:
+    """:func:`timers`, and each retention timer (``enqueued_at + retention`` of an active
+    message) and running redrive tick of a system's model target."""
+    out = timers(model.states)
+    for s in model.states:
+        r = s.config.retention
+        if r is not None:
+            out += [m.enqueued_at + r for m in s.messages if m.status in _ACTIVE]
+    system = getattr(model, "system", None)
+    if system is not None:
+        out += [t.next_tick for t in system.tasks if t.next_tick is not None]
+    return out
+
+
+@st.composite
+def _system_op(draw: st.DrawFn, model: ModelTarget) -> list[Any]:
+    """One op of a system scenario: the one-queue ops (queue 0, 1 or a new one), more
+    switches between queues 0 and 1, advances aimed at every timer, the redrive ops."""
+    form = draw(st.integers(0, 9))
+    if form == 0:
+        return ["use", draw(st.integers(0, min(1, len(model.states) - 1)))]
+    if form == 1:
+        opts: dict[str, Any] = {}
+        if draw(st.booleans()):
+            opts["rate"] = draw(st.sampled_from((0.5, 1, 2, 4)))
+        if draw(st.integers(0, 3)) == 0:
+            opts["to"] = 0
+        return ["redrive", opts] if opts else ["redrive"]
+    if form in (2, 3):
+        return [
+            draw(st.sampled_from(("redrive_cancel", "redrive_status", "redrive_status", "aged")))
+        ]
+    if form == 4:
+        return ["reserve"]
+    if form in (5, 6):
+        due = system_timers(model)
+        if due and draw(st.integers(0, 3)) > 0:
+            gap = max(0.0, min(due) - model.now)
+            return ["advance", _json_time(max(0.0, gap + draw(st.sampled_from((0.0, 0.25)))))]
+        return ["advance", _json_time(draw(quarters))]
+    return draw(_op(model))
+
+
+@st.composite
+def system_scenarios(draw: st.DrawFn, max_ops: int = 30, fifo: bool = False) -> dict[str, Any]:
+    """A valid scenario with ``"dead_letter"`` (queue 1) and, half the time, ``"retention"``
+    on either queue; a FIFO system's if ``fifo``. (Its own strategy: :func:`scenarios`'s draws
+    stay as they are, for the docs' seed.)"""
+    scenario: dict[str, Any] = {
+        "capacity": draw(st.sampled_from((None, None, 2, 3))),
+        "visibility_timeout": draw(st.sampled_from((1, 2, 3))),
+        "max_receives": draw(st.sampled_from((1, 1, 2))),
+    }
+    if fifo:
+        scenario["fifo"] = True
+        scenario["dedup_interval"] = draw(st.sampled_from((1, 2, 300)))
+    if draw(st.booleans()):
+        scenario["retention"] = draw(st.sampled_from((2, 3, 5)))
+    dead_letter: dict[str, Any] = {}
+    if draw(st.booleans()):
+        dead_letter["retention"] = draw(st.sampled_from((2, 4, 6)))
+    if draw(st.booleans()):
+        dead_letter["visibility_timeout"] = draw(st.sampled_from((1, 2)))
+    scenario["dead_letter"] = dead_letter
+    model = model_target(parse_scenario({**scenario, "ops": []}).config)
+    ops: list[list[Any]] = []
+    queues = len(model.states)
+    # Most scenarios start with dead letters in queue 1: a few sends, all received, and the
+    # deadline passed (they die at once with max_receives 1); a redrive then has a scope.
+    prefix: list[list[Any]] = []
+    if draw(st.integers(0, 3)) > 0:
+        ids = draw(st.lists(st.sampled_from(IDS), min_size=1, max_size=3, unique=True))
+        for id in ids:
+            prefix.append(["enqueue", *enqueue_args(draw, id, fifo, (), lambda d: 0)])
+        prefix += [["reserve_batch", len(ids)], ["advance", scenario["visibility_timeout"]]]
+    for _ in range(draw(st.integers(0, max_ops))):
+        raw = prefix.pop(0) if prefix else draw(_system_op(model))
+        op = parse_op(raw, queues=queues, fifo=fifo, dead_letter=True)
+        apply(model, op)
+        queues = len(model.states)
+        ops.append(raw)
+    scenario["ops"] = ops
+    return scenario

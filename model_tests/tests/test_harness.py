@@ -16,8 +16,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from model_tests.harness import EXIT_MALFORMED, run_lines
+from model_tests.scenarios import system_scenarios
 from model_tests.targets import TargetName, run_scenario
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -345,3 +348,15 @@ def test_a_new_queue_after_a_target_is_queue_2_and_has_no_target() -> None:
             None,
             None,
         ]
+
+
+@pytest.mark.parametrize("fifo", [False, True], ids=["standard", "fifo"])
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_system_scenarios_give_the_same_outputs_on_model_and_impl(
+    fifo: bool, data: st.DataObject
+) -> None:
+    # Differential: spec.system and impl on generated system scenarios (moves, redrive at a
+    # rate or at once, cancel, retention on both queues, FIFO groups in queue 1).
+    scenario = data.draw(system_scenarios(max_ops=25, fifo=fifo))
+    assert run_scenario(scenario, "model") == run_scenario(scenario, "impl"), json.dumps(scenario)
