@@ -28,6 +28,16 @@ earlier message's id; ``impl.FifoQueue.send`` returns it too, told apart from an
 the target's record of the ids each queue accepted). An ``enqueue_batch`` on a FIFO queue
 outputs a list: ``"duplicate"`` for each deduplicated entry, ``true``/``false`` for the others
 (accepted or rejected together).
+
+A system of queues (issue 25, contract section 7): with ``"dead_letter"`` queue 1 is queue 0's
+dead-letter target. The model target is then :class:`SystemModelTarget`, queues 0 and 1 one
+``spec.system.System``; impl's queue 0 is made with ``dead_letter=`` queue 1 (created first),
+so the two share one id space; a ``["new"]`` queue is in no system on either. ``"retention"``
+is ``spec.Config.retention`` / impl's ``retention=``. ``redrive`` is ``start_redrive`` on
+queue 1 (``RedriveRunning`` is ``false``), ``redrive_cancel`` cancels queue 1's most recent
+task, ``redrive_status`` reads it, ``aged`` is the current queue's aged-out ids. The sweep after
+every op sweeps queue 1 before queue 0 (creation order); a redrive's ticks are queue 1's
+timers, so they fire there.
 """
 
 from __future__ import annotations
