@@ -13,8 +13,11 @@ queue).
   from the move (``RetentionKeepsEnqueueTime``), a redrive that keeps the attempt
   (``RefinesQueue``: the arrival is no ``Send`` of ``Queue.tla``), a sweeper round that takes only
   its own lock (``LockedWrites``).
-- The correct models' full runs (7-17 s each on a loaded machine) are marked ``slow``; the
-  others take 2-3 s each.
+- TLC's state graph of ``QueueSystem.tla`` and ``spec.system_explore``'s are the same graph,
+  state for state and edge for edge, on ``QueueSystem.cfg``'s bounds (``slow``) and with one id
+  (quick).
+- The correct models' full runs and the full graph comparison (10-40 s each on a loaded
+  machine) are marked ``slow``; the others take 2-5 s each.
 """
 
 from __future__ import annotations
@@ -24,12 +27,14 @@ from pathlib import Path
 
 import pytest
 
+from spec.system_explore import SystemBounds, SystemNode, explore_system
 from tla.__main__ import main
 from tla.counterexample import parse_trace
+from tla.graph import parse_dot
 from tla.models import TLA_DIR, Model, discover
 from tla.tlc import Result, run_tlc
 from tla.tlc import available as tlc_available
-from tla.values import Function, ModelValue, Record
+from tla.values import Function, ModelValue, Record, Value
 
 needs_java = pytest.mark.skipif(not tlc_available(), reason="TLC needs Java and tla2tools.jar")
 
@@ -207,3 +212,123 @@ def test_a_sweeper_round_under_its_own_lock_only_is_caught(tmp_path: Path) -> No
         "ThreadedQueueSystem",
     )
     assert (result.outcome, result.detail) == ("violation", "Action property LockedWrites")
+
+
+# -- the same graph, checked both ways: TLC's and spec.system_explore's -------------------------
+#
+# One key per state, on both sides: the clock; per queue (1, then 2), its messages sorted by id
+# as (id, status, attempt, base, deadline, visibleAt, enqueuedAt, source, movedTo), its visible,
+# in-flight, dead and delayed lists, and its timers in the one order as (kind, id). TLA+'s
+# redrive id r1 is spec.system's first generated id, msg-1; the model value None is Python's
+# None; a time is an int on both sides. An edge is the pair of its states' keys (TLC's dump
+# names no parameters, so the labels are not compared: the explorer's are QueueSystem.tla's
+# action names by construction).
+
+Key = tuple[object, ...]
+_NEW_IDS = {"r1": "msg-1"}
+
+
+def _opt(v: object) -> object:
+    """A TLA+ or spec value as the key holds it: None for the model value None, an int for
+    an integral time."""
+    if v == ModelValue("None") or v is None:
+        return None
+    if isinstance(v, float) and v.is_integer():
+        return int(v)
+    return v
+
+
+def _tla_id(v: object) -> str:
+    assert isinstance(v, ModelValue), v
+    return _NEW_IDS.get(v.name, v.name)
+
+
+def _seq(v: object) -> tuple[object, ...]:
+    assert isinstance(v, tuple), v
+    return v
+
+
+def _tla_key(state: dict[str, Value]) -> Key:
+    queues: list[Key] = []
+    for d in _seq(state["data"]):
+        assert isinstance(d, Record)
+        msgs = d["msgs"]
+        recs = []
+        for i, r in msgs.items() if isinstance(msgs, Function) else ():
+            assert isinstance(r, Record)
+            moved = _opt(r["movedTo"])
+            to = None if moved is None else (_seq(moved)[0], _tla_id(_seq(moved)[1]))
+            fields = ("attempt", "base", "deadline", "visibleAt", "enqueuedAt", "source")
+            recs.append((_tla_id(i), r["status"], *(_opt(r[f]) for f in fields), to))
+        lists = tuple(
+            tuple(_tla_id(i) for i in _seq(d[f]))
+            for f in ("visible", "inFlight", "dead", "delayed")
+        )
+        timers = tuple((_seq(e)[0], _tla_id(_seq(e)[1])) for e in _seq(d["timers"]))
+        queues.append((tuple(sorted(recs, key=repr)), lists, timers))
+    return (state["now"], tuple(queues))
+
+
+def _spec_key(node: SystemNode) -> Key:
+    system, now = node
+    queues: list[Key] = []
+    for member in system.queues:
+        q, s = member.name, member.state
+        recs = []
+        for m in s.messages:
+            source = system.source_of(q, m.id)
+            moved = system.moved_to(q, m.id)
+            recs.append(
+                (
+                    m.id,
+                    m.status.value,
+                    *(_opt(x) for x in (m.attempt, m.base, m.deadline, m.visible_at)),
+                    _opt(m.enqueued_at),
+                    None if source is None else int(source),
+                    None if moved is None else (int(moved[0]), moved[1]),
+                )
+            )
+        lists = (s.visible, s.in_flight, s.dead, s.delayed)
+        queues.append((tuple(sorted(recs, key=repr)), lists, s.timer_order()))
+    return (now, tuple(queues))
+
+
+@needs_java
+@pytest.mark.parametrize(
+    "ids", [("a",), pytest.param(("a", "b"), marks=pytest.mark.slow, id="QueueSystem.cfg")]
+)
+def test_tlc_and_the_python_explorer_build_the_same_system_graph(
+    tmp_path: Path, ids: tuple[str, ...]
+) -> None:
+    """QueueSystem.cfg's bounds (and with one id: the quick check): TLC's complete state graph
+    (``-dump dot``) and ``spec.system_explore``'s, mapped to one key per state, have the same
+    states and the same edges, and the explorer finds no violation."""
+    cfg = models()["QueueSystem"].cfg.read_text()
+    assert "    Ids = {a, b}\n" in cfg
+    ids_line = "    Ids = {" + ", ".join(ids) + "}\n"
+    head = cfg.replace("    Ids = {a, b}\n", ids_line).partition("SPECIFICATION")[0]
+    (tmp_path / "Graph.cfg").write_text(f"{head}SPECIFICATION Spec\n")
+    dot = tmp_path / "graph.dot"
+    result = run_tlc(
+        TLA_DIR / "QueueSystem.tla",
+        tmp_path / "Graph.cfg",
+        check_deadlock=False,
+        extra=["-dump", "dot", str(dot)],
+    )
+    assert result.outcome == "ok", result.detail
+    tlc = parse_dot(dot.read_text())
+    tlc_keys = {fp: _tla_key(s) for fp, s in tlc.states.items()}
+
+    graph = explore_system(SystemBounds(ids=ids))
+    assert graph.violations == []
+    by_number = {n: node for node, n in graph.nodes.items()}
+    spec_keys = {n: _spec_key(node) for n, node in by_number.items()}
+
+    # The mapping loses nothing on either side: one key per state.
+    assert len(set(tlc_keys.values())) == len(tlc_keys) == result.distinct
+    assert len(set(spec_keys.values())) == len(spec_keys) == graph.states
+    assert {tlc_keys[fp] for fp in tlc.initial} == {spec_keys[0]}
+    assert set(tlc_keys.values()) == set(spec_keys.values())
+    tlc_edges = {(tlc_keys[a], tlc_keys[b]) for a, _, b in tlc.edges}
+    spec_edges = {(spec_keys[a], spec_keys[b]) for a, _, b in graph.edges}
+    assert tlc_edges == spec_edges
