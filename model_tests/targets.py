@@ -36,8 +36,9 @@ so the two share one id space; a ``["new"]`` queue is in no system on either. ``
 is ``spec.Config.retention`` / impl's ``retention=``. ``redrive`` is ``start_redrive`` on
 queue 1 (``RedriveRunning`` is ``false``), ``redrive_cancel`` cancels queue 1's most recent
 task, ``redrive_status`` reads it, ``aged`` is the current queue's aged-out ids. The sweep after
-every op sweeps queue 1 before queue 0 (creation order); a redrive's ticks are queue 1's
-timers, so they fire there.
+every op sweeps the queues in index order, queue 0 before queue 1, on both targets (a message
+that queue 0's sweep moves in is swept in queue 1 in the same op); a redrive's ticks are queue
+1's timers, so they fire there.
 """
 
 from __future__ import annotations
@@ -477,8 +478,10 @@ class SystemModelTarget(ModelTarget):
         return list(self.states[self._current].dead)
 
     def sweep_all(self) -> None:
-        # The system's queues in creation order (the target, then its source), then the rest.
-        for name in ("dlq", "q0"):
+        # Every queue in index order, as on every target: queue 0, then queue 1 (so a message
+        # queue 0's sweep moved in is swept in queue 1 at once: one past its retention there
+        # ages out in the same op), then the rest.
+        for name in self.NAMES:
             self.system, _ = spec_system.expire(self.system, name, self._now)
         self._sync()
         self.states[2:] = [spec.expire(s, self._now)[0] for s in self.states[2:]]
