@@ -19,6 +19,7 @@ import pytest
 
 from model_tests.conformance import systems
 from model_tests.conformance.measure_dlq import measure
+from model_tests.conformance.profile import check_profile
 from model_tests.conformance.sqs import UNSUPPORTED, SqsEndpoint, SqsTarget, open_endpoint
 from model_tests.conformance.systems import SCENARIOS, Behaviour, judge
 from model_tests.scenario_format import parse_scenario
@@ -197,3 +198,19 @@ def test_the_recorded_moto_measurement_is_what_moto_does_now() -> None:
     out = io.StringIO()
     measure(out)
     assert out.getvalue().splitlines() == recorded.read_text().splitlines()[1:]
+
+
+@pytest.mark.parametrize(
+    "scenario",
+    [
+        {**DLQ, "ops": []},
+        {"capacity": None, "visibility_timeout": 5, "retention": 60, "ops": []},
+        {"capacity": None, "visibility_timeout": 5, "ops": [["aged"]]},
+    ],
+    ids=["dead_letter", "retention", "aged"],
+)
+def test_the_one_queue_profile_sends_a_system_scenario_to_the_system_check(
+    scenario: dict[str, Any],
+) -> None:
+    reasons = check_profile(scenario)
+    assert any("python -m model_tests.conformance.systems" in r for r in reasons), reasons
