@@ -52,6 +52,7 @@ import spec
 from model_tests.scenario_format import (
     DEDUP_INTERVAL,
     QUEUE_DEFAULT,
+    Aged,
     Dead,
     Invoke,
     New,
@@ -951,7 +952,20 @@ def _compact(x: object) -> str:
 
 
 def _parse(scenario: ScenarioLike) -> Scenario:
-    return scenario if isinstance(scenario, Scenario) else parse_scenario(scenario)
+    parsed = scenario if isinstance(scenario, Scenario) else parse_scenario(scenario)
+    c = parsed.config
+    if (
+        c.dead_letter is not None
+        or c.retention is not None
+        or any(isinstance(op, Aged) for op in parsed.ops)
+    ):
+        # The worlds here are queues of their own: a move between two, or a retention timer,
+        # is not a step of this search (model_tests.conformance.systems judges those).
+        raise ValueError(
+            "dead_letter, retention and aged: this oracle judges queues of their own; use "
+            "model_tests.conformance.systems for a system of queues"
+        )
+    return parsed
 
 
 #: How many candidate states :func:`judge` keeps before it gives up (``Verdict.exhausted``).

@@ -19,6 +19,7 @@ import pytest
 
 from model_tests.conformance import systems
 from model_tests.conformance.measure_dlq import measure
+from model_tests.conformance.oracle import judge as oracle_judge
 from model_tests.conformance.profile import check_profile
 from model_tests.conformance.sqs import UNSUPPORTED, SqsEndpoint, SqsTarget, open_endpoint
 from model_tests.conformance.systems import SCENARIOS, Behaviour, judge
@@ -214,3 +215,17 @@ def test_the_one_queue_profile_sends_a_system_scenario_to_the_system_check(
 ) -> None:
     reasons = check_profile(scenario)
     assert any("python -m model_tests.conformance.systems" in r for r in reasons), reasons
+
+
+@pytest.mark.parametrize(
+    "scenario",
+    [
+        {**DLQ, "ops": []},
+        {"capacity": None, "visibility_timeout": 5, "retention": 60, "ops": []},
+        {"capacity": None, "visibility_timeout": 5, "ops": [["aged"]]},
+    ],
+    ids=["dead_letter", "retention", "aged"],
+)
+def test_the_one_queue_oracle_refuses_a_system_scenario(scenario: dict[str, Any]) -> None:
+    with pytest.raises(ValueError, match=r"model_tests\.conformance\.systems"):
+        oracle_judge(scenario, [])
