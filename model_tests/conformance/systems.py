@@ -19,7 +19,8 @@ oracle of :mod:`model_tests.conformance.oracle` (one queue, relaxed by AWS's doc
 licences) does not run these scenarios: it has no system of queues yet.
 
 Exit status: 0 when every run conforms or diverges in a named way (``--strict``: only when
-every run conforms, the check for ``--endpoint impl``), 1 otherwise, 2 for bad arguments.
+every run conforms, the check for ``--endpoint impl``), 1 otherwise, 2 for bad arguments or an
+endpoint that is not local (:func:`model_tests.conformance.local.is_local`) without ``--yes``.
 """
 
 from __future__ import annotations
@@ -462,7 +463,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--strict", action="store_true", help="fail on any divergence, named or not"
     )
+    parser.add_argument(
+        "--yes",
+        action="store_true",
+        help="run on an endpoint that is not local (it creates, bills and deletes kit-* queues)",
+    )
     args = parser.parse_args(argv)
+    from model_tests.conformance.local import is_local
+
+    if not is_local(args.endpoint) and not args.yes:
+        print(
+            f"{args.endpoint} is not local: its queues (kit-*) and requests are real; "
+            "give --yes to run there",
+            file=sys.stderr,
+        )
+        return 2
     verdicts = run(args.endpoint)
     for line in report(args.endpoint, verdicts):
         print(line)

@@ -229,3 +229,15 @@ def test_the_one_queue_profile_sends_a_system_scenario_to_the_system_check(
 def test_the_one_queue_oracle_refuses_a_system_scenario(scenario: dict[str, Any]) -> None:
     with pytest.raises(ValueError, match=r"model_tests\.conformance\.systems"):
         oracle_judge(scenario, [])
+
+
+def test_a_remote_endpoint_needs_yes(capsys: pytest.CaptureFixture[str]) -> None:
+    assert systems.main(["--endpoint", "https://sqs.eu-west-1.amazonaws.com"]) == 2
+    assert "give --yes" in capsys.readouterr().err
+
+
+def test_the_command_on_impl_is_strictly_clean(capsys: pytest.CaptureFixture[str]) -> None:
+    assert systems.main(["--endpoint", "impl", "--strict"]) == 0
+    last = capsys.readouterr().out.splitlines()[-1]
+    n = len(SCENARIOS)
+    assert last == f"impl: {n} scenarios, {n} conform, 0 diverge in a named way, 0 unexplained"
