@@ -31,9 +31,10 @@ import threading
 from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Generic, Literal, TypeAlias, TypeVar, overload
+from typing import Any, Generic, Literal, TypeAlias, TypeVar, overload
 
 from impl import Clock, FakeClock, TraceStep
+from impl.sync import Sync
 from model_tests.support import BOUND
 
 C = TypeVar("C", bound=Clock)
@@ -442,3 +443,36 @@ def failing_thread_start(
         yield starts
     finally:
         setattr(threading.Thread, "start", original)  # noqa: B010
+
+
+class _Parked:
+    """A sweeper thread that is made and never runs (``threading.Thread``'s interface as the
+    queue uses it)."""
+
+    daemon = True
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self._started = False
+
+    def start(self) -> None:
+        self._started = True
+
+    def is_alive(self) -> bool:
+        return self._started
+
+    def join(self, timeout: float | None = None) -> None:
+        pass
+
+
+class ParkedSync(Sync):
+    """The threading module's lock and conditions, and sweeper threads that never run: a clock
+    carrying it (``clock.sync``) gives queues whose every sweep is the test's own call, so no
+    background round fires a timer, or meets a fault, at a moment the test did not choose."""
+
+    __slots__ = ()
+
+    def thread(
+        self, target: Callable[..., object], args: tuple[Any, ...], name: str
+    ) -> threading.Thread:
+        return _Parked(name)  # type: ignore[return-value]

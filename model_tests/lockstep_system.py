@@ -35,8 +35,6 @@ FIFO), ``test_system_mutants.py`` on broken queues (``queue_class``). Its settin
 from __future__ import annotations
 
 import os
-import threading
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -54,8 +52,8 @@ from hypothesis.stateful import (
 
 import impl
 import spec
-from impl.sync import Sync
 from model_tests import system_checks
+from model_tests.faults import ParkedSync
 from model_tests.lockstep import event
 from model_tests.projection import from_snapshot, from_state
 from spec import system as ss
@@ -84,37 +82,6 @@ EXTENDS: Final = (0.0, 0.0, 1.0, 2.5)
 
 queues = st.sampled_from((DLQ, SRC, SRC))  # the source, where messages are born, twice as often
 bodies = st.sampled_from(("x", "y"))
-
-
-class _Parked:
-    """A sweeper thread that is made and never runs (``threading.Thread``'s interface as the
-    queue uses it): the machine sweeps by its own rules."""
-
-    daemon = True
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-        self._started = False
-
-    def start(self) -> None:
-        self._started = True
-
-    def is_alive(self) -> bool:
-        return self._started
-
-    def join(self, timeout: float | None = None) -> None:
-        pass
-
-
-class ParkedSync(Sync):
-    """The threading module's lock and conditions, and parked sweeper threads."""
-
-    __slots__ = ()
-
-    def thread(
-        self, target: Callable[..., object], args: tuple[Any, ...], name: str
-    ) -> threading.Thread:
-        return _Parked(name)  # type: ignore[return-value]
 
 
 class ParkedClock(impl.FakeClock):
