@@ -1206,6 +1206,8 @@ class BaseQueue(Generic[T]):
 
     def redrive_tasks(self) -> list[RedriveTask[T]]:
         """The redrive tasks started on this queue, most recent first."""
+        if self._sink_thread is not None:
+            self._refuse_reentry("redrive_tasks")
         with self.mutex:
             return self._tasks[::-1]
 

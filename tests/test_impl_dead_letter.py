@@ -466,3 +466,55 @@ def test_fifo_sends_of_a_system_share_the_id_space(clock: FakeClock) -> None:
         clock.advance(5)
         dlq.sweep()
         assert dlq.aged_out() == ["msg-1", "msg-2"]
+
+
+def test_no_deadlock_between_a_sweeper_dead_lettering_and_a_redrive_on_a_real_clock(
+    spawn: Spawn,
+) -> None:
+    # The scenario of the opposite-order deadlock: the source's sweeper moves A -> B (it holds
+    # B's lock, then A's) while a redrive moves B -> A (B's, then A's). Real threads and a
+    # real clock; nothing here waits on time except the bounds that limit a failure.
+    rounds = 300
+    clock = MonotonicClock()
+    b = Queue[str](clock=clock, name="b")
+    a = Queue[str](visibility_timeout=0.001, max_receives=1, clock=clock, dead_letter=b, name="a")
+    expired = threading.Event()
+    moves = threading.Semaphore(0)
+
+    def sink(step: tuple[str, tuple[object, ...], object, float]) -> None:
+        if step[0] == "expire":  # the sweeper, holding (b, a), about to move a message
+            expired.set()
+            moves.release()
+
+    a.record_trace(sink)
+    try:
+
+        def consumer() -> int:
+            for i in range(rounds):
+                expired.clear()
+                a.send(f"m{i}")
+                a.receive(timeout=30.0)  # never acked: the sweeper expires and moves it
+                assert expired.wait(30.0)
+            return rounds
+
+        def redriver() -> int:
+            moved = 0
+            for _ in range(rounds):
+                assert moves.acquire(timeout=30.0)  # a move into b is under way
+                # (b, a) too, while the sweeper runs; a few more tries widen the window in
+                # which the next sweep may come
+                for _ in range(20):
+                    moved += b.start_redrive(a).moved
+            return moved
+
+        c = spawn(consumer)
+        r = spawn(redriver)
+        assert c.result(timeout=120.0) == rounds
+        moved = r.result(timeout=120.0)
+        a.close()  # its sweeper joined: no move after this point
+        b.close()
+        check_system([a, b])
+        assert b.stats().moved == moved
+    finally:
+        a.close()
+        b.close()
