@@ -32,6 +32,10 @@ come back short or empty; but a receive that finds nothing waits that long, in r
 scenario does not count (see :mod:`model_tests.conformance.sqs`, "Running against a real
 endpoint"). moto endpoints refuse it: moto's long poll would block on the kit's patched clock.
 
+``--systems`` runs the check of a system of queues instead (:mod:`model_tests.conformance.
+systems`: dead-letter targets, retention, move tasks; ``--profile strict`` makes it fail on any
+divergence, named or not).
+
 ``--docs PATH`` writes the project's ``docs/conformance.md``: moto in-process and moto-server,
 standard and FIFO queues, with the fixed parameters :data:`DOC_SCENARIOS` and :data:`DOC_SEED`.
 
@@ -226,6 +230,12 @@ def parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--bench", action="store_true", help="measure the endpoint's throughput through the kit"
     )
+    parser.add_argument(
+        "--systems",
+        action="store_true",
+        help="run the system check instead (dead-letter targets, retention, move tasks: "
+        "python -m model_tests.conformance.systems; --profile strict makes it strict)",
+    )
     return parser
 
 
@@ -234,6 +244,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = cli.parse_args(argv)
     if args.scenarios < 0:
         cli.error(f"--scenarios must be >= 0, got {args.scenarios}")
+    if args.systems:
+        from model_tests.conformance import systems
+
+        flags = ["--strict"] if args.profile == "strict" else []
+        return systems.main(["--endpoint", args.endpoint, *flags, *(["--yes"] if args.yes else [])])
     if args.bench:
         for line in bench(args.endpoint):
             print(line, flush=True)

@@ -241,3 +241,10 @@ def test_the_command_on_impl_is_strictly_clean(capsys: pytest.CaptureFixture[str
     last = capsys.readouterr().out.splitlines()[-1]
     n = len(SCENARIOS)
     assert last == f"impl: {n} scenarios, {n} conform, 0 diverge in a named way, 0 unexplained"
+
+
+def test_the_main_command_runs_the_system_check(capsys: pytest.CaptureFixture[str]) -> None:
+    from model_tests.conformance.__main__ import main
+
+    assert main(["--endpoint", "impl", "--systems", "--profile", "strict"]) == 0
+    assert capsys.readouterr().out.splitlines()[-1].startswith("impl: ")
