@@ -1207,8 +1207,8 @@ class TwoStepMoveQueue(Queue[T]):
     exception and was promised "all or nothing". ``tla/QueueSystem.tla``'s two-step teaching
     model is the same bug.
 
-    Why the checks see it: the fault matrix of moves
-    (``model_tests.fault_matrix.check_system_faults``, ``test_faults_system.py``) fails the
+    Why the checks see it: ``fault_matrix_of_moves`` (``test_system_mutants.py``; the fault
+    matrix of moves, ``model_tests.fault_matrix.check_move_faults``) fails the
     clock's second read inside a dying ``retry`` or ``sweep``: the call raises, but the source
     has changed (the message is DEAD there) and ``nothing_lost`` fails on the snapshots
     (a departed message that no queue holds). Without a fault both steps run and every
@@ -1238,8 +1238,9 @@ class OppositeLockOrderQueue(Queue[T]):
     model). The design note's rule 7 fixes one order for every two-lock step: creation order,
     the target first.
 
-    Why the checks see it: the controlled scheduler's ``sweeper_vs_redrive`` program
-    (``model_tests/schedule/programs_system.py``, ``test_schedule_system.py``) finds, with one
+    Why the checks see it: ``scheduler_sweeper_vs_redrive`` (``test_system_mutants.py`` and
+    ``test_schedule_system.py``): the controlled scheduler's ``sweeper_vs_redrive`` program
+    (``model_tests/schedule/programs_system.py``) finds, with one
     preemption, the schedule where the sweeper holds A's lock and the redrive B's: DEADLOCK.
     """
 
