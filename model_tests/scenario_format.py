@@ -57,12 +57,12 @@ A system of queues (issue 25, contract section 7): dead-letter targets, redrive,
   without it the whole scope moves at once), ``to`` the destination, which can only be 0, the
   one other queue of the system (a ``["new"]`` queue is in no system; without ``to`` each
   message goes back to its source, queue 0 too: SQS's ``DestinationArn`` named or not); it
-  outputs ``true``, or ``false`` when a task of queue 1 is already running. ``["redrive_cancel"]`` cancels queue
-  1's most recent task: ``true`` if it was running. ``["redrive_status"]`` outputs that task as
-  ``[status, moved, skipped, to_move]`` (status ``"running"``, ``"completed"`` or
-  ``"cancelled"``), ``null`` before any task. These three need ``"dead_letter"``.
-  ``["aged"]``: ids of the current queue's aged-out messages, in the order they aged out
-  (always valid; ``[]`` without retention).
+  outputs ``true``, or ``false`` when a task of queue 1 is already running.
+  ``["redrive_cancel"]`` cancels queue 1's most recent task: ``true`` if it was running.
+  ``["redrive_status"]`` outputs that task as ``[status, moved, skipped, to_move]`` (status
+  ``"running"``, ``"completed"`` or ``"cancelled"``), ``null`` before any task. These three need
+  ``"dead_letter"``. ``["aged"]``: ids of the current queue's aged-out messages, in the order
+  they aged out (always valid; ``[]`` without retention).
 - A scenario with neither key, and without the system ops, means what it meant before.
 """
 
