@@ -1,0 +1,269 @@
+"""Trace validation of a system of queues: a run recorded from the real ``impl.Queue`` pair
+``orders -> orders-dlq`` is a behaviour of ``tla/QueueSystem.tla``.
+
+``tla.system_trace.SystemRecorder`` gives both queues one sink, so the two queues' steps arrive
+in one list in linearization order (the module says why); ``check_system_trace`` turns it into
+the constant of ``tla/TraceQueueSystem.tla`` and asks TLC whether some behaviour of
+``QueueSystem`` takes exactly those steps, on those queues, with those results. The run, on a
+``FakeClock`` (the queues' sweeper threads run too, racing the test's own sweeps): three
+dead-letter moves (a retry, a ``change_visibility(..., 0)``, a deadline in the source's sweep),
+a delivery in the dead-letter queue at the kept attempt, a redrive at one message a second
+(two moves, fired by the dead-letter queue's sweep, each a new message in the source; one
+scope id skipped because it aged out first), retention in both queues (a moved message by its
+original enqueue time, a redriven one by its new one, in flight), a delay, a stale delete. The trace is
+accepted; the same trace doctored so that a move is seen half done, a redrive keeps the id, or
+a move resets the attempt is rejected at that event; and the run of the ``RedriveKeeps``
+mutant is rejected where its redriven message is delivered at the old attempt.
+
+Every test name contains ``trace`` (``pytest -k trace``). The TLC runs need Java.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import pytest
+
+from impl import FakeClock, Queue, RedriveStatus, RedriveTask
+from model_tests.mutants import RedriveKeepsQueue
+from tla.system_trace import (
+    NotModelled,
+    SystemConfig,
+    SystemRecorder,
+    Tagged,
+    check_system_events,
+    check_system_trace,
+    to_system_events,
+)
+from tla.tlc import available as tlc_available
+from tla.trace import Event
+
+needs_java = pytest.mark.skipif(not tlc_available(), reason="TLC needs Java and tla2tools.jar")
+
+SOURCE, DLQ = "orders", "orders-dlq"
+RATE = 1.0  # redrive moves per second: one per whole clock unit
+
+
+@dataclass
+class SystemRun:
+    steps: list[Tagged]
+    config: SystemConfig
+    task: RedriveTask[str]
+    #: The redrive's moves in order: (old id, new id), as the dead-letter queue reports them.
+    moves: list[tuple[str, str]]
+    aged_out: dict[str, list[str]]
+    #: The first redriven message's delivery in the source: (id, attempt).
+    redelivered: tuple[str, int]
+    #: The second redriven message, received with no deadline and held.
+    held: str
+
+
+def record_system_run(queue_class: type[Queue[str]] = Queue) -> SystemRun:
+    """The run of the module docstring, on ``queue_class`` queues (``impl.Queue`` or a mutant)."""
+    clock = FakeClock()
+    with (
+        queue_class(visibility_timeout=1.0, clock=clock, retention=4.0, name=DLQ) as dlq,
+        queue_class(
+            capacity=4,
+            visibility_timeout=2.0,
+            max_receives=1,
+            clock=clock,
+            dead_letter=dlq,
+            retention=6.0,
+            name=SOURCE,
+        ) as src,
+    ):
+        recorder = SystemRecorder([dlq, src])
+        # t = 0: four sends; three deliveries that die (max_receives=1), one deleted.
+        for id in ("a", "b", "c", "d"):
+            src.send(f"body-{id}", id=id)
+        a = src.receive()
+        assert src.retry(a.receipt)  # dies: moved to the DLQ, attempt 1 kept
+        src.receive()  # b: dropped, its deadline (2) will kill it in the source's sweep
+        c = src.receive()
+        assert src.change_visibility(c.receipt, 0)  # dies: moved
+        d = src.receive()
+        assert src.delete(d.receipt) and not src.delete(d.receipt)
+        # t = 1: the DLQ delivers a at its life count; the delivery is dropped (deadline 2).
+        clock.advance(1.0)
+        a2 = dlq.receive()
+        assert (a2.id, a2.attempt) == ("a", 2)
+        # t = 2: b's deadline dead-letters it; a's deadline makes it visible again in the DLQ.
+        clock.advance(1.0)
+        src.sweep()
+        dlq.sweep()
+        task = dlq.start_redrive(rate=RATE)  # scope: c, and a and b in their visible order
+        assert task.to_move == 3
+        dlq.sweep()  # the tick due at 2: the first move
+        # t = 3: the second move; a send with a delay; the first redriven message is done.
+        clock.advance(1.0)
+        dlq.sweep()
+        src.send("body-e", id="e", delay=1.0)
+        first_new = dlq.moved_to("c")
+        assert first_new is not None
+        m = src.receive()
+        assert m.id == first_new[1] and src.delete(m.receipt)
+        # t = 4: the third scope id ages out in the DLQ first (sent at 0 + retention 4), so the
+        # tick skips it; e's delay fires. The second redriven message is received with no
+        # deadline (held), e after it: e dies, moved with its enqueue time 3 kept.
+        clock.advance(1.0)
+        dlq.sweep()
+        src.sweep()
+        held = src.receive(visibility_timeout=None)
+        e = src.receive()
+        assert e.id == "e" and src.retry(e.receipt)
+        # t = 9: e ages out in the DLQ (3 + 4), the held message in the source while in flight
+        # (redriven at 3, + 6: its retention restarted at the redrive).
+        clock.advance(5.0)
+        dlq.sweep()
+        src.sweep()
+        recorder.stop()
+        # In the order of the moves: c first (the scope's oldest), then a or b.
+        moves = [(id, got[1]) for id in ("c", "a", "b") if (got := dlq.moved_to(id)) is not None]
+        return SystemRun(
+            recorder.steps,
+            recorder.config,
+            task,
+            moves,
+            {DLQ: dlq.aged_out(), SOURCE: src.aged_out()},
+            (m.id, m.attempt),
+            held.id,
+        )
+
+
+@pytest.fixture(scope="module")
+def run() -> Iterator[SystemRun]:
+    yield record_system_run()
+
+
+def _tuple(x: object) -> tuple[object, ...]:
+    assert isinstance(x, tuple)
+    return x
+
+
+def _events(run: SystemRun) -> list[Event]:
+    return to_system_events(run.steps, run.config)
+
+
+# -- the recorded trace itself (no TLC) ---------------------------------------------------------
+
+
+def test_trace_of_a_system_run_has_moves_redrive_and_retention(run: SystemRun) -> None:
+    assert run.task.status is RedriveStatus.COMPLETED
+    assert run.redelivered == (run.moves[0][1], 1)  # a new message: its attempts start again
+    assert (run.task.moved, run.task.skipped) == (2, 1)
+    redrives = [(name, s) for name, s in run.steps if s[0] == "redrive"]
+    assert all(name == DLQ for name, _ in redrives)
+    # One recorded step per move, at started_at + k / rate (the rate TLC cannot check).
+    assert [s[3] for _, s in redrives] == [run.task.started_at + k / RATE for k in range(2)]
+    assert [(s[1][1], s[2]) for _, s in redrives] == run.moves
+    # The id that was not moved aged out in the DLQ first, as did e; the second redriven
+    # message aged out in the source.
+    (unmoved,) = {"a", "b"} - {old for old, _ in run.moves}
+    second_new = next(new for old, new in run.moves if old != "c")
+    assert run.held == second_new
+    assert run.aged_out == {DLQ: [unmoved, "e"], SOURCE: [second_new]}
+    aged = [(name, s[2]) for name, s in run.steps if s[0] == "age_out"]
+    assert sorted(aged) == sorted([(DLQ, unmoved), (DLQ, "e"), (SOURCE, second_new)])
+    # A dead-letter move is no step of its own, and the DLQ records nothing for a message
+    # moved into it: its steps are a receive, its sweeps and the redrive's moves.
+    assert {s[0] for name, s in run.steps if name == DLQ} == {
+        "receive",
+        "expire",
+        "age_out",
+        "redrive",
+    }
+
+
+def test_trace_events_of_a_system_run_name_queues_and_timer_kinds(run: SystemRun) -> None:
+    events = _events(run)
+    assert {e["q"] for e in events} == {1, 2}  # creation order: the DLQ first
+    fired = [f for e in events if e["op"] == "expire" for f in _tuple(e["fired"])]
+    assert ("msg", "b") in fired and ("ret", "e") in fired
+    times = [int(str(e["now"])) for e in events]
+    assert times == sorted(times)
+
+
+def test_trace_of_a_batch_is_not_modelled_by_the_system_check(run: SystemRun) -> None:
+    batch: Tagged = (SOURCE, ("send_batch", (("x",), (0.0,)), True, 0.0))
+    with pytest.raises(NotModelled, match="send_batch"):
+        to_system_events([batch], run.config)
+
+
+def test_trace_of_a_redrive_tick_inside_a_sweep_is_moved_after_it(run: SystemRun) -> None:
+    # One sweep of the DLQ at 5: a deadline, the tick's move, a retention timer. QueueSystem's
+    # Expire is the whole sweep and its Redrive a step of its own; the DLQ has no target, so
+    # the move commutes with the rest of the sweep and follows it.
+    steps: list[Tagged] = [
+        (DLQ, ("expire", (), "x", 5.0)),
+        (DLQ, ("redrive", (DLQ, "y"), "msg-9", 5.0)),
+        (DLQ, ("age_out", (), "z", 5.0)),
+        (SOURCE, ("expire", (), "w", 5.0)),
+    ]
+    events = to_system_events(steps, run.config)
+    assert [(e["op"], e["q"]) for e in events] == [("expire", 1), ("redrive", 1), ("expire", 2)]
+    assert events[0]["fired"] == (("msg", "x"), ("ret", "z"))
+
+
+# -- TLC's verdicts ---------------------------------------------------------------------------
+
+
+@needs_java
+def test_trace_of_a_system_run_is_accepted(run: SystemRun) -> None:
+    verdict = check_system_trace(run.steps, run.config)
+    assert verdict.accepted, verdict.explain() + "\n" + verdict.result.trace()
+    assert verdict.matched == len(verdict.events)
+
+
+def _index(events: list[Event], op: str, q: int, **fields: object) -> int:
+    return next(
+        k
+        for k, e in enumerate(events)
+        if e["op"] == op and e["q"] == q and all(e.get(f) == v for f, v in fields.items())
+    )
+
+
+@needs_java
+def test_trace_doctored_so_a_move_is_seen_half_done_is_rejected(run: SystemRun) -> None:
+    # A move in two steps: between them the message is DEAD in the source and not yet in the
+    # DLQ. A cancel of it in the DLQ that finds nothing is then a correct observation; after
+    # the one-step move QueueSystem has it VISIBLE there, so no step matches.
+    events = _events(run)
+    k = _index(events, "retry", 2, id="a") + 1
+    probe: Event = {"op": "cancel", "q": 1, "id": "a", "ok": False, "now": events[k - 1]["now"]}
+    verdict = check_system_events([*events[:k], probe, *events[k:]], run.config)
+    assert not verdict.accepted
+    assert verdict.matched == k, verdict.explain()
+
+
+@needs_java
+def test_trace_doctored_so_a_redrive_keeps_the_id_is_rejected(run: SystemRun) -> None:
+    events = _events(run)
+    k = _index(events, "redrive", 1, id="c")
+    doctored = [*events[:k], {**events[k], "new": "c"}, *events[k + 1 :]]
+    verdict = check_system_events(doctored, run.config)
+    assert not verdict.accepted
+    assert verdict.matched == k, verdict.explain()
+
+
+@needs_java
+def test_trace_doctored_so_a_move_resets_the_attempt_is_rejected(run: SystemRun) -> None:
+    events = _events(run)
+    k = _index(events, "receive", 1, id="a")
+    doctored = [*events[:k], {**events[k], "attempt": 1}, *events[k + 1 :]]
+    verdict = check_system_events(doctored, run.config)
+    assert not verdict.accepted
+    assert verdict.matched == k, verdict.explain()
+
+
+@needs_java
+def test_trace_of_the_redrive_keeps_mutant_is_rejected() -> None:
+    # The mutant's redrive moves the record back with its attempt: the new message's first
+    # delivery in the source is attempt 2, which QueueSystem's new message (attempt 0) is not.
+    mutant = record_system_run(RedriveKeepsQueue)
+    assert mutant.redelivered == (mutant.moves[0][1], 2)
+    events = _events(mutant)
+    verdict = check_system_events(events, mutant.config)
+    assert not verdict.accepted
+    assert verdict.matched == _index(events, "receive", 2, id=mutant.moves[0][1])
