@@ -1287,9 +1287,6 @@ class BaseQueue(Generic[T]):
         task._queues = dests
         self._tasks.append(task)
         core = self._core
-        if not scope:
-            task._status = RedriveStatus.COMPLETED  # nothing to move
-            return task
         if rate is not None:
             core.arm_tick(task.name, now)  # the move k = 0, due at once: the next sweep's
             self._aim(now)
