@@ -9,11 +9,13 @@ the constant of ``tla/TraceQueueSystem.tla`` and asks TLC whether some behaviour
 dead-letter moves (a retry, a ``change_visibility(..., 0)``, a deadline in the source's sweep),
 a delivery in the dead-letter queue at the kept attempt, a redrive at one message a second
 (two moves, fired by the dead-letter queue's sweep, each a new message in the source; one
-scope id skipped because it aged out first), retention in both queues (a moved message by its
-original enqueue time, a redriven one by its new one, in flight), a delay, a stale delete. The trace is
-accepted; the same trace doctored so that a move is seen half done, a redrive keeps the id, or
-a move resets the attempt is rejected at that event; and the run of the ``RedriveKeeps``
-mutant is rejected where its redriven message is delivered at the old attempt.
+scope id skipped because it aged out first), retention in both queues, in flight (a moved
+message by its original enqueue time, a redriven one by its new one), a delay, a stale delete.
+The trace is accepted; the same trace doctored so that a move is seen half done, a redrive
+keeps the id, or a move resets the attempt is rejected at that event; and the runs of two
+system mutants are rejected: ``RedriveKeeps`` where its redriven message is delivered at the
+old attempt, ``RetentionFromMove`` at a sweep of the dead-letter queue that did not age out
+what its original enqueue time made due.
 
 Every test name contains ``trace`` (``pytest -k trace``). The TLC runs need Java.
 """
@@ -26,7 +28,7 @@ from dataclasses import dataclass
 import pytest
 
 from impl import FakeClock, Queue, RedriveStatus, RedriveTask
-from model_tests.mutants import RedriveKeepsQueue
+from model_tests.mutants import RedriveKeepsQueue, RetentionFromMoveQueue
 from tla.system_trace import (
     NotModelled,
     SystemConfig,
@@ -113,10 +115,17 @@ def record_system_run(queue_class: type[Queue[str]] = Queue) -> SystemRun:
         held = src.receive(visibility_timeout=None)
         e = src.receive()
         assert e.id == "e" and src.retry(e.receipt)
-        # t = 9: e ages out in the DLQ (3 + 4), the held message in the source while in flight
-        # (redriven at 3, + 6: its retention restarted at the redrive).
-        clock.advance(5.0)
+        # t = 5: the DLQ delivers e, deadline 7. t = 7: e ages out in the DLQ while in flight
+        # (3 + 4: its original enqueue time; its retention timer started at the move, before
+        # the deadline's, so it fires first and the deadline is stale).
+        clock.advance(1.0)
+        e2 = dlq.receive(visibility_timeout=2.0)
+        assert (e2.id, e2.attempt) == ("e", 2)
+        clock.advance(2.0)
         dlq.sweep()
+        # t = 9: the held message ages out in the source, in flight (redriven at 3, + 6: its
+        # retention restarted at the redrive).
+        clock.advance(2.0)
         src.sweep()
         recorder.stop()
         # In the order of the moves: c first (the scope's oldest), then a or b.
@@ -164,8 +173,11 @@ def test_trace_of_a_system_run_has_moves_redrive_and_retention(run: SystemRun) -
     second_new = next(new for old, new in run.moves if old != "c")
     assert run.held == second_new
     assert run.aged_out == {DLQ: [unmoved, "e"], SOURCE: [second_new]}
-    aged = [(name, s[2]) for name, s in run.steps if s[0] == "age_out"]
-    assert sorted(aged) == sorted([(DLQ, unmoved), (DLQ, "e"), (SOURCE, second_new)])
+    aged = [(name, s[2], s[3]) for name, s in run.steps if s[0] == "age_out"]
+    # When: the DLQ's retention (4) from the original sends (0 and 3), the source's (6) from
+    # the redrive (3).
+    expected = [(DLQ, unmoved, 0 + 4.0), (DLQ, "e", 3 + 4.0), (SOURCE, second_new, 3 + 6.0)]
+    assert sorted(aged) == sorted(expected)
     # A dead-letter move is no step of its own, and the DLQ records nothing for a message
     # moved into it: its steps are a receive, its sweeps and the redrive's moves.
     assert {s[0] for name, s in run.steps if name == DLQ} == {
@@ -204,6 +216,23 @@ def test_trace_of_a_redrive_tick_inside_a_sweep_is_moved_after_it(run: SystemRun
     events = to_system_events(steps, run.config)
     assert [(e["op"], e["q"]) for e in events] == [("expire", 1), ("redrive", 1), ("expire", 2)]
     assert events[0]["fired"] == (("msg", "x"), ("ret", "z"))
+
+
+def test_trace_of_two_queues_is_put_in_time_order_stably(run: SystemRun) -> None:
+    # A step reads its time inside its critical section, so a step of the DLQ at 1 may be
+    # appended after a step of the source at 2 (no common lock: they commute). The events are in
+    # time order; steps of the same time keep the order in which they were appended.
+    steps: list[Tagged] = [
+        (SOURCE, ("send", ("x", 0.0), True, 2.0)),
+        (SOURCE, ("send", ("y", 0.0), True, 2.0)),
+        (DLQ, ("cancel", ("z",), False, 1.0)),
+    ]
+    events = to_system_events(steps, run.config)
+    assert [(e["op"], e.get("id"), e["now"]) for e in events] == [
+        ("cancel", "z", 1),
+        ("send", "x", 2),
+        ("send", "y", 2),
+    ]
 
 
 # -- TLC's verdicts ---------------------------------------------------------------------------
@@ -255,6 +284,22 @@ def test_trace_doctored_so_a_move_resets_the_attempt_is_rejected(run: SystemRun)
     verdict = check_system_events(doctored, run.config)
     assert not verdict.accepted
     assert verdict.matched == k, verdict.explain()
+
+
+@needs_java
+def test_trace_of_the_retention_from_move_mutant_is_rejected() -> None:
+    # The mutant counts e's retention in the DLQ from the move (4), not from its send (3): at 7
+    # its sweep fires e's deadline instead of ageing e out, a sweep QueueSystem has no step for
+    # (its Expire fires the due retention timer first). Which DLQ sweep is first to differ
+    # depends on the scope's order, which the sweeper threads' race decides.
+    mutant = record_system_run(RetentionFromMoveQueue)
+    events = _events(mutant)
+    verdict = check_system_events(events, mutant.config)
+    assert not verdict.accepted
+    rejected = verdict.rejected_event
+    assert rejected is not None and (rejected["op"], rejected["q"]) == ("expire", 1), (
+        verdict.explain()
+    )
 
 
 @needs_java
