@@ -10,7 +10,14 @@ and a stale picture fails a test (``tests/test_diagrams.py``):
   (a ``SendBatch`` takes two distinct ids); edges that change only the other message are
   dropped. Tick is dropped (it never changes a status); release edges are labelled with the
   relation between the message's attempt and ``max_receives`` seen on them, which is what
-  separates release-to-``VISIBLE`` from release-to-``DEAD``.
+  separates release-to-``VISIBLE`` from release-to-``DEAD``. The two states only a system of
+  queues reaches (``AGED_OUT``, ``MOVED``: contract section 7) come FROM THE SYSTEM SPEC:
+  ``spec.system_explore.explore_system`` at ``LIFECYCLE_SYSTEM_BOUNDS`` (a source with
+  retention and a delay, its dead-letter queue with retention, one redrive), every edge
+  projected to each queue's entry of each id; its edges into those two states are drawn from
+  the states the one-queue picture has, and the release into ``DEAD`` says that it moves the
+  message into the dead-letter target when the queue has one, once the system graph shows
+  that every such death is that move (the same id ``VISIBLE`` in the target in the same step).
 - ``docs/diagrams/duplicate_race.mmd``, a ``sequenceDiagram`` of the duplicate-delivery race,
   FROM TLC'S COUNTEREXAMPLE of the ``ExactlyOnce`` model (``tla/ExactlyOnce.cfg``): each step of
   the trace becomes the messages between the consumers, the queue and the sweeper that the
@@ -37,6 +44,7 @@ refreshes the ones this tool owns (:attr:`ExplorerTrace.owned`).
 from __future__ import annotations
 
 import argparse
+import functools
 import itertools
 import re
 import sys
@@ -45,10 +53,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from spec import system as sy
 from spec.explore import Bounds, explore
 from spec.html import GraphSpec, page
 from spec.operations import REGISTRY, Registry
-from spec.state import State, Status
+from spec.state import Config, State, Status
+from spec.system_explore import SystemBounds, explore_system
 from tla.counterexample import TraceStep, deadline, finished, held, messages, parse_trace
 from tla.explorer import load_trace
 from tla.models import discover
@@ -79,6 +89,45 @@ LIFECYCLE_BOUNDS = Bounds(
     delays=(0, 1),
 )
 
+
+@dataclass(frozen=True)
+class LifecycleSystemBounds(SystemBounds):
+    """:class:`spec.system_explore.SystemBounds` with a retention on the source too (queue
+    ``2``), so that a delayed message can age out before its delay fires."""
+
+    source_retention: int | None = None
+
+    def system(self) -> sy.System:
+        return sy.build(
+            ("1", Config(retention=self.dlq_retention)),
+            (
+                "2",
+                Config(
+                    capacity=self.source_capacity,
+                    max_receives=self.source_max_receives,
+                    retention=self.source_retention,
+                ),
+                "1",
+            ),
+        )
+
+
+#: One message ``a`` sent to a source (retention 1, a delay of 0 or 2, dead-lettered on the
+#: release after its first delivery) whose dead-letter queue has retention 1 and may redrive
+#: once: every way into ``AGED_OUT`` and ``MOVED`` is reachable, and the dead-letter move.
+LIFECYCLE_SYSTEM_BOUNDS = LifecycleSystemBounds(
+    ids=("a",), delays=(0, 2), max_time=2, source_retention=1
+)
+#: The states only a system of queues reaches: retention's, and a redrive's in its DLQ.
+SYSTEM_STATES = (Status.AGED_OUT.value, Status.MOVED.value)
+#: What the label of an edge into a :data:`SYSTEM_STATES` state says about its actions.
+SYSTEM_GUARDS = {
+    Status.AGED_OUT.value: "retention timer",
+    Status.MOVED.value: "a new id in the destination",
+}
+#: What the release into ``DEAD`` adds when the system graph shows every death is a move.
+INTO_TARGET = "moved into the dead-letter target if the queue has one"
+
 #: The pseudo-state before a message is accepted (and after it is terminal): Mermaid's ``[*]``.
 START = "[*]"
 _STATUS_ORDER = [START, *(s.value for s in Status)]
@@ -104,6 +153,15 @@ def releasing_actions(registry: Registry = REGISTRY) -> frozenset[str]:
 
 
 _ACTION_ORDER = diagram_actions()
+
+
+def _action_key(action: str) -> tuple[int, str]:
+    """The order of a label's actions: the registry's, then the system's own (``Redrive``)."""
+    if action in _ACTION_ORDER:
+        return _ACTION_ORDER.index(action), ""
+    return len(_ACTION_ORDER), action
+
+
 #: Actions that *release* an in-flight message (spec.transitions.release).
 RELEASES = releasing_actions()
 
@@ -180,6 +238,52 @@ def lifecycle_transitions(
     return dict(out)
 
 
+@dataclass(frozen=True)
+class SystemLifecycle:
+    """What the system spec adds to the lifecycle: its edges (every queue's entry of every
+    id, projected as :class:`Transition`), and whether every death in a queue with a target
+    is the move into it (``moves``; ``None`` when nothing died there)."""
+
+    edges: frozenset[Transition]
+    moves: bool | None
+
+
+def _entry(s: sy.System, queue: str, id: str) -> str:
+    m = s.state(queue).get(id)
+    return START if m is None else m.status.value
+
+
+@functools.cache
+def system_transitions(bounds: SystemBounds = LIFECYCLE_SYSTEM_BOUNDS) -> SystemLifecycle:
+    """Every reachable edge of the system spec at ``bounds``, projected to each queue's entry
+    of each id whose status it changes, and whether each death in a queue with a target came
+    with the same id's arrival, ``VISIBLE``, in the target. ``ValueError`` if the system
+    spec breaks an invariant."""
+    graph = explore_system(bounds)
+    if graph.violations:
+        raise ValueError(f"the system spec violates an invariant: {graph.violations[0]}")
+    nodes = {n: node for node, n in graph.nodes.items()}
+    out: set[Transition] = set()
+    moves: bool | None = None
+    for n, label, m in graph.edges:
+        s, t = nodes[n][0], nodes[m][0]
+        for q in s.names():
+            ids = {x.id for x in s.state(q).messages} | {x.id for x in t.state(q).messages}
+            for i in sorted(ids):
+                before, after = _entry(s, q, i), _entry(t, q, i)
+                if before == after:
+                    continue
+                out.add(Transition(before, label.partition("(")[0], after))
+                target = s.target(q)
+                if (before, after) == (Status.IN_FLIGHT.value, Status.DEAD.value) and target:
+                    moved = (_entry(s, target, i), _entry(t, target, i)) == (
+                        START,
+                        Status.VISIBLE.value,
+                    )
+                    moves = moved if moves is None else moves and moved
+    return SystemLifecycle(frozenset(out), moves)
+
+
 def _release_guard(
     edges: dict[Transition, set[int]], before: str, after: str, max_receives: int | None
 ) -> str:
@@ -201,24 +305,44 @@ def _release_guard(
     return "release"
 
 
-def render_lifecycle(edges: dict[Transition, set[int]], bounds: Bounds = LIFECYCLE_BOUNDS) -> str:
-    """The Mermaid ``stateDiagram-v2``: one arrow per (before, after), its actions as the label."""
+def render_lifecycle(
+    edges: dict[Transition, set[int]],
+    bounds: Bounds = LIFECYCLE_BOUNDS,
+    system_bounds: SystemBounds = LIFECYCLE_SYSTEM_BOUNDS,
+) -> str:
+    """The Mermaid ``stateDiagram-v2``: one arrow per (before, after), its actions as the label.
+
+    The system spec's edges (:func:`system_transitions` at ``system_bounds``) add the arrows
+    into :data:`SYSTEM_STATES` from the states ``edges`` has, and the release into ``DEAD``
+    says that it moves the message into the target when every death there was that move."""
+    system = system_transitions(system_bounds)
     grouped: dict[tuple[str, str], list[str]] = defaultdict(list)
     for tr in edges:
         grouped[(tr.before, tr.after)].append(tr.action)
+    shown = {tr.before for tr in edges} | {tr.after for tr in edges}
+    for tr in sorted(system.edges):
+        if tr.after in SYSTEM_STATES and tr.before in shown:
+            grouped[(tr.before, tr.after)].append(tr.action)
     lines = [
         "stateDiagram-v2",
         "%% The lifecycle of one message, generated FROM THE SPEC by `python -m tools.diagrams`:",
         "%% every edge of spec.explore.explore(LIFECYCLE_BOUNDS) that changes the first id's",
-        "%% message, projected to (its status before, action, status after). Do not edit by hand.",
+        "%% message, projected to (its status before, action, status after), and the edges into",
+        "%% AGED_OUT and MOVED of spec.system_explore.explore_system(LIFECYCLE_SYSTEM_BOUNDS),",
+        "%% projected to each queue's entry of each id. Do not edit by hand.",
         f"%% {bounds}",
+        f"%% {system_bounds}",
     ]
     key = _STATUS_ORDER.index
     for before, after in sorted(grouped, key=lambda p: (key(p[0]), key(p[1]))):
-        actions = sorted(grouped[(before, after)], key=_ACTION_ORDER.index)
+        actions = sorted(set(grouped[(before, after)]), key=_action_key)
         label = ", ".join(actions)
+        if after in SYSTEM_GUARDS:
+            label += f" ({SYSTEM_GUARDS[after]})"
         guard = _release_guard(edges, before, after, bounds.max_receives)
         if guard and all(a in RELEASES for a in actions):
+            if after == Status.DEAD.value and system.moves:
+                guard += f", {INTO_TARGET}"
             label += f" ({guard})"
         lines.append(f"    {before} --> {after} : {label}")
     for s in Status:
