@@ -66,6 +66,8 @@ class SystemRun:
     steps: list[tuple[str, Pending]]
     commits: list[tuple[str, tuple[Any, ...]]]
     failure: Failure | None = None
+    #: (thread, queue, operation, arguments, value or exception name) of each call that ended.
+    returns: list[tuple[str, str, str, tuple[Any, ...], object]] = field(default_factory=list)
 
     @property
     def choices(self) -> list[Choice]:
@@ -194,7 +196,7 @@ def run_system_once(
     finally:
         _teardown(sched, queues)
     return SystemRun(
-        program, src_class.__name__, decisions, steps, commits[setup_commits:], failure
+        program, src_class.__name__, decisions, steps, commits[setup_commits:], failure, returns
     )
 
 

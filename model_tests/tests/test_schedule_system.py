@@ -12,7 +12,7 @@ import pytest
 from impl import Queue
 from model_tests.mutants import SYSTEM_MUTANTS
 from model_tests.schedule.explore import forced
-from model_tests.schedule.explore_system import explore_system, run_system_once
+from model_tests.schedule.explore_system import explore_system, replay, run_system_once
 from model_tests.schedule.programs_system import SYSTEM_PROGRAMS, SYSTEM_TEETH, SystemExpectation
 
 
@@ -48,3 +48,19 @@ def test_schedule_finds_every_system_concurrency_mutant(e: SystemExpectation) ->
     # And on the real queue that schedule (a prefix of choices) ends well.
     real = run_system_once(program, Queue, forced([]))
     assert real.failure is None, real.failure
+
+
+def test_the_commit_replay_rejects_a_run_whose_results_spec_system_does_not_give() -> None:
+    """The NOT LINEARIZABLE check can fail: a run's commits with a redrive's new id changed
+    (as a redrive that kept the old id would record) are refused by ``spec.system``."""
+    program = SYSTEM_PROGRAMS["retry_vs_redrive"]
+    run = run_system_once(program, Queue, forced([]))
+    assert run.failure is None
+    redrives = [i for i, (_, step) in enumerate(run.commits) if step[0] == "redrive"]
+    assert redrives, run.commits
+    q, (action, args, _, now) = run.commits[redrives[0]]
+    doctored = list(run.commits)
+    doctored[redrives[0]] = (q, (action, args, args[1], now))  # the old id kept
+    assert replay(program, run.commits, run.returns) is None
+    reason = replay(program, doctored, run.returns)
+    assert reason is not None and "redrive" in reason, reason
