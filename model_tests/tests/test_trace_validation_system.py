@@ -17,18 +17,21 @@ system mutants are rejected: ``RedriveKeeps`` where its redriven message is deli
 old attempt, ``RetentionFromMove`` at a sweep of the dead-letter queue that did not age out
 what its original enqueue time made due.
 
-Every test name contains ``trace`` (``pytest -k trace``). The TLC runs need Java.
+Every test name contains ``trace`` (``pytest -k trace``). The TLC runs need Java. The two
+mutants' runs are marked slow (``pytest -m slow``); the default run takes about 15 s.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import pytest
 
-from impl import FakeClock, Queue, RedriveStatus, RedriveTask
+from impl import FakeClock, Queue, RedriveStatus, RedriveTask, ShutDown
 from model_tests.mutants import RedriveKeepsQueue, RetentionFromMoveQueue
+from model_tests.support import BOUND
 from tla.system_trace import (
     NotModelled,
     SystemConfig,
@@ -286,6 +289,7 @@ def test_trace_doctored_so_a_move_resets_the_attempt_is_rejected(run: SystemRun)
     assert verdict.matched == k, verdict.explain()
 
 
+@pytest.mark.slow  # a run of a mutant and a TLC run: ~3 s each, on top of the rest
 @needs_java
 def test_trace_of_the_retention_from_move_mutant_is_rejected() -> None:
     # The mutant counts e's retention in the DLQ from the move (4), not from its send (3): at 7
@@ -302,6 +306,7 @@ def test_trace_of_the_retention_from_move_mutant_is_rejected() -> None:
     )
 
 
+@pytest.mark.slow  # a run of a mutant and a TLC run: ~3 s each, on top of the rest
 @needs_java
 def test_trace_of_the_redrive_keeps_mutant_is_rejected() -> None:
     # The mutant's redrive moves the record back with its attempt: the new message's first
@@ -312,3 +317,103 @@ def test_trace_of_the_redrive_keeps_mutant_is_rejected() -> None:
     verdict = check_system_events(events, mutant.config)
     assert not verdict.accepted
     assert verdict.matched == _index(events, "receive", 2, id=mutant.moves[0][1])
+
+
+# -- threads: the shared sink's order is a linearization --------------------------------------
+
+ORIGINALS = tuple(f"m{k}" for k in range(6))
+
+
+def record_threaded_run() -> tuple[list[Tagged], SystemConfig, RedriveTask[str]]:
+    """Four threads on the pair, no time passing (no deadlines): a producer sends to the
+    source; its consumer fails every delivery (each retry dead-letters: a move under both
+    locks); once three messages are in the DLQ the test thread lets the producer send the
+    other three and starts an unrated redrive, whose moves (under both locks too) race their
+    sends and retries, and then lets the DLQ's consumer go: it releases an original's first
+    delivery there and deletes everything else. Whatever the interleaving, every message ends
+    deleted in the DLQ (an original, or the new message a redrive made of it, dead-lettered
+    again)."""
+    clock = FakeClock()
+    errors: list[BaseException] = []
+    with (
+        Queue[str](clock=clock, name=DLQ) as dlq,
+        Queue[str](max_receives=1, clock=clock, dead_letter=dlq, name=SOURCE) as src,
+    ):
+        recorder = SystemRecorder([dlq, src])
+        progress = threading.Condition()
+
+        def worker(fn: Callable[[], None]) -> threading.Thread:
+            def run() -> None:
+                try:
+                    fn()
+                except ShutDown:
+                    pass
+                except BaseException as e:  # surfaced by the test, not lost in the thread
+                    errors.append(e)
+                finally:
+                    with progress:
+                        progress.notify_all()
+
+            t = threading.Thread(target=run, daemon=True)
+            t.start()
+            return t
+
+        more = threading.Event()
+
+        def producer() -> None:
+            for k, id in enumerate(ORIGINALS):
+                if k == 3:
+                    assert more.wait(BOUND), "the test never let the producer go on"
+                src.send(f"body-{id}", id=id)
+
+        def source_consumer() -> None:
+            while True:
+                m = src.receive(visibility_timeout=None)
+                src.retry(m.receipt)  # dies (max_receives=1): moved to the DLQ
+                with progress:
+                    progress.notify_all()
+
+        go = threading.Event()
+
+        def dlq_consumer() -> None:
+            assert go.wait(BOUND), "the test never started the redrive"
+            while True:
+                m = dlq.receive(visibility_timeout=None)
+                if m.id in ORIGINALS and m.attempt == 2:
+                    dlq.change_visibility(m.receipt, 0)  # back to the DLQ's tail
+                else:
+                    dlq.delete(m.receipt)
+                with progress:
+                    progress.notify_all()
+
+        threads = [worker(producer), worker(source_consumer), worker(dlq_consumer)]
+        with progress:
+            assert progress.wait_for(lambda: dlq.stats().visible >= 3, BOUND), dlq.stats()
+        more.set()  # the last three sends and their moves race the redrive
+        task = dlq.start_redrive()  # moves what is visible in the DLQ now
+        go.set()
+
+        def quiet() -> bool:
+            a, b = src.stats(), dlq.stats()
+            return bool(errors) or (b.done == len(ORIGINALS) and a.visible + a.in_flight == 0)
+
+        with progress:
+            assert progress.wait_for(quiet, BOUND), (src.stats(), dlq.stats())
+        src.shutdown()
+        dlq.shutdown()
+        for t in threads:
+            t.join(BOUND)
+        assert not errors, errors
+        recorder.stop()
+        return recorder.steps, recorder.config, task
+
+
+@needs_java
+def test_trace_of_a_multithreaded_system_run_is_accepted() -> None:
+    steps, config, task = record_threaded_run()
+    actions = [s[0] for _, s in steps]
+    assert task.to_move >= 3 and task.moved == task.to_move  # nobody else took the scope
+    assert actions.count("retry") == len(ORIGINALS) + task.moved  # every delivery in the source
+    assert actions.count("redrive") == task.moved
+    verdict = check_system_trace(steps, config)
+    assert verdict.accepted, verdict.explain() + "\n" + verdict.result.trace()
