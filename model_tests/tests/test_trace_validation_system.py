@@ -34,6 +34,7 @@ from model_tests.mutants import RedriveKeepsQueue, RetentionFromMoveQueue
 from model_tests.support import BOUND
 from tla.system_trace import (
     NotModelled,
+    QueueConfig,
     SystemConfig,
     SystemRecorder,
     Tagged,
@@ -42,7 +43,7 @@ from tla.system_trace import (
     to_system_events,
 )
 from tla.tlc import available as tlc_available
-from tla.trace import Event
+from tla.trace import Event, TraceError
 
 needs_java = pytest.mark.skipif(not tlc_available(), reason="TLC needs Java and tla2tools.jar")
 
@@ -219,6 +220,43 @@ def test_trace_of_a_redrive_tick_inside_a_sweep_is_moved_after_it(run: SystemRun
     events = to_system_events(steps, run.config)
     assert [(e["op"], e["q"]) for e in events] == [("expire", 1), ("redrive", 1), ("expire", 2)]
     assert events[0]["fired"] == (("msg", "x"), ("ret", "z"))
+
+
+def test_trace_of_a_redrive_tick_inside_a_sweep_of_a_middle_queue_is_not_modelled() -> None:
+    # In a chain c <- b <- a, b's sweep may move into c: a redrive of b in the middle of it
+    # need not commute with the rest (both may add to the same queue's tail), so it is refused.
+    chain = SystemConfig(
+        (
+            QueueConfig("c"),
+            QueueConfig("b", max_receives=1, dead_letter="c"),
+            QueueConfig("a", max_receives=1, dead_letter="b"),
+        )
+    )
+    steps: list[Tagged] = [
+        ("b", ("expire", (), "x", 5.0)),
+        ("b", ("redrive", ("b", "y"), "msg-9", 5.0)),
+        ("b", ("expire", (), "z", 5.0)),
+    ]
+    with pytest.raises(NotModelled, match="has a dead-letter target"):
+        to_system_events(steps, chain)
+
+
+def test_trace_of_a_redrive_to_a_named_destination_says_where(run: SystemRun) -> None:
+    # The redrive step does not name its destination: by default the message's source (what
+    # start_redrive() without one does), else the one the caller says the task was given.
+    step: Tagged = (DLQ, ("redrive", (DLQ, "y"), "msg-9", 0.0))
+    (default,) = to_system_events([step], run.config)
+    (named,) = to_system_events([step], run.config, destinations={DLQ: SOURCE})
+    assert (default["to"], named["to"]) == (None, 2)
+    with pytest.raises(TraceError, match="no queue named 'elsewhere'"):
+        to_system_events([step], run.config, destinations={DLQ: "elsewhere"})
+
+
+def test_trace_config_of_a_system_refuses_what_queue_system_cannot_number() -> None:
+    with pytest.raises(ValueError, match="created before it"):
+        SystemConfig((QueueConfig("a", dead_letter="b"), QueueConfig("b")))
+    with pytest.raises(ValueError, match="distinct names"):
+        SystemConfig((QueueConfig("a"), QueueConfig("a")))
 
 
 def test_trace_of_two_queues_is_put_in_time_order_stably(run: SystemRun) -> None:
