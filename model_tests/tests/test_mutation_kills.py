@@ -272,6 +272,8 @@ def test_state_count_counts_the_messages_in_one_status() -> None:
         spec.Status.DONE: 0,
         spec.Status.CANCELLED: 1,
         spec.Status.DEAD: 0,
+        spec.Status.AGED_OUT: 0,
+        spec.Status.MOVED: 0,
     }
 
 
