@@ -56,8 +56,9 @@ trace step of its own: the release's step in the source's trace stands for it (t
 dead-letter configuration says it moves), and the target's sink records nothing for it (record
 both queues into one list to see the system's order: each step is recorded under every lock it
 holds). A retention timer that fires is an ``age_out`` step, a redrive move a ``redrive`` step
-(see :meth:`BaseQueue.record_trace`). The system's id registry is not re-made after a fork
-(its lock is a leaf held only for a check-and-add).
+(see :meth:`BaseQueue.record_trace`). The system's id registry needs nothing after a fork:
+its lock is a leaf, taken only inside a queue's lock for one check-and-add, and the fork
+handlers hold every queue's lock, so no thread holds it when the process forks.
 """
 
 from __future__ import annotations

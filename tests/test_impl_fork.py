@@ -264,3 +264,44 @@ def test_a_fork_in_the_middle_of_a_sweep_waits_for_it_to_finish(spawn: Spawn) ->
         assert _fork_while_held(spawn, release, child) == 0, "child failed (stderr)"
         q.record_trace(None)
         assert [s.id for s in q.snapshot().visible] == ["a"]
+
+
+def test_a_system_of_queues_works_in_the_child_while_the_parent_kept_sending() -> None:
+    """The system's id registry lock is taken only inside a queue's lock, and the fork handlers
+    hold every queue's lock, so no thread holds the registry's at the fork: the child's system
+    accepts sends and still refuses an id any of its queues took."""
+    clock = RealProbeClock()
+    with (
+        Queue[str](visibility_timeout=None, clock=clock, name="dlq") as dlq,
+        Queue[str](visibility_timeout=None, max_receives=1, dead_letter=dlq, name="src") as src,
+    ):
+        stop = threading.Event()
+
+        def keep_sending() -> None:
+            while not stop.is_set():
+                src.cancel(src.send("B"))
+
+        sender = threading.Thread(target=keep_sending, name="system-sender")
+        sender.start()
+        try:
+            src.send("A", id="a")
+            for _ in range(5):
+
+                def child() -> None:
+                    stop.set()  # the parent's sender is not here; the flag is for symmetry
+                    generated = {src.send("C"), dlq.send("D")}
+                    assert len(generated) == 2 and "a" not in generated
+                    with pytest.raises(ValueError, match="already accepted"):
+                        dlq.send("again", id="a")
+                    m = src.receive(block=False)
+                    while m.id != "a":  # the parent's cancelled sends are gone; skip C
+                        m = src.receive(block=False)
+                    assert src.retry(m.receipt)  # max_receives=1: dead-lettered into dlq
+                    assert dlq.source_of("a") is src
+
+                run_in_child(child)
+        finally:
+            stop.set()
+            sender.join(BOUND)
+        assert not sender.is_alive()
+        assert dlq.source_of("a") is None  # the child's move stayed in the child
