@@ -59,6 +59,9 @@ ENTRY_POINTS: dict[str, tuple[str | None, tuple[str, ...]]] = {
         "conformance",
         ("--endpoint", "--fifo", "--profile", "--scenarios", "--report", "--wait-time"),
     ),
+    "model_tests.conformance.systems": ("conformance", ("--endpoint", "--strict", "--yes")),
+    "model_tests.conformance.measure_dlq": ("conformance", ()),
+    "spec.html_system": (None, ()),
 }
 #: Seconds any one subprocess (build, install, entry point) may take before the test fails.
 STEP_BOUND = 300

@@ -14,6 +14,7 @@ that, :mod:`model_tests.conformance.oracle`). Each probe makes fresh queues.
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from collections.abc import Callable
@@ -334,7 +335,12 @@ def measure(out: TextIO) -> None:
             probe(Probe(client, clock, out))
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    argparse.ArgumentParser(
+        prog="python -m model_tests.conformance.measure_dlq",
+        description="Probe moto's dead-letter queues, retention and move tasks on a fake clock "
+        "and print one line per observation (recorded in docs/runs/moto-dlq.txt).",
+    ).parse_args(argv)
     measure(sys.stdout)
     return 0
 
