@@ -5,8 +5,8 @@
 in one list in linearization order (the module says why); ``check_system_trace`` turns it into
 the constant of ``tla/TraceQueueSystem.tla`` and asks TLC whether some behaviour of
 ``QueueSystem`` takes exactly those steps, on those queues, with those results. The run, on a
-``FakeClock`` (the queues' sweeper threads run too, racing the test's own sweeps): three
-dead-letter moves (a retry, a ``change_visibility(..., 0)``, a deadline in the source's sweep),
+``FakeClock`` (the queues' sweeper threads run too, racing the test's own sweeps): four
+dead-letter moves (two retries, a ``change_visibility(..., 0)``, a deadline in the source's sweep),
 a delivery in the dead-letter queue at the kept attempt, a redrive at one message a second
 (two moves, fired by the dead-letter queue's sweep, each a new message in the source; one
 scope id skipped because it aged out first), retention in both queues, in flight (a moved
