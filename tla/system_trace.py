@@ -65,7 +65,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Final, Protocol
+from typing import ClassVar, Final, Protocol
 
 from tla.trace import (
     CONFIG_TAIL,
@@ -73,7 +73,7 @@ from tla.trace import (
     Step,
     TraceCheckError,
     TraceError,
-    TraceVerdict,
+    Verdict,
     run_inverted,
     tla_value,
     to_events,
@@ -427,23 +427,10 @@ def render_config(events: Sequence[Event]) -> str:
 
 
 @dataclass(frozen=True)
-class SystemVerdict(TraceVerdict):
+class SystemVerdict(Verdict):
     """TLC's answer, the right way round: was the trace a behaviour of QueueSystem?"""
 
-    events: tuple[Event, ...]
-
-    @property
-    def rejected_event(self) -> Event | None:
-        """The first event no step of QueueSystem matches, when rejected."""
-        return None if self.accepted else self.events[self.matched]
-
-    def explain(self) -> str:
-        if self.accepted:
-            return f"accepted: all {len(self.events)} events are steps of QueueSystem"
-        return (
-            f"rejected at event {self.matched} of {len(self.events)}: "
-            f"{self.rejected_event} is no step of QueueSystem after the {self.matched} before it"
-        )
+    model: ClassVar[str] = "QueueSystem"
 
 
 def check_system_events(

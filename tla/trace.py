@@ -57,7 +57,7 @@ import tempfile
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final
+from typing import ClassVar, Final
 
 from spec.operations import REGISTRY, Kind, Registry
 from tla.models import TLA_DIR
@@ -540,21 +540,25 @@ class TraceVerdict:
 
 @dataclass(frozen=True)
 class Verdict(TraceVerdict):
-    """TLC's answer, the right way round: was the trace a behaviour of Queue?"""
+    """TLC's answer, the right way round: was the trace a behaviour of :attr:`model`?"""
+
+    #: The module the trace was checked against (``tla.system_trace``'s verdict overrides it).
+    model: ClassVar[str] = "Queue"
 
     events: tuple[Event, ...]
 
     @property
     def rejected_event(self) -> Event | None:
-        """The first event no step of Queue matches, when rejected."""
+        """The first event no step of the model matches, when rejected."""
         return None if self.accepted else self.events[self.matched]
 
     def explain(self) -> str:
+        m = self.model
         if self.accepted:
-            return f"accepted: all {len(self.events)} events are steps of Queue"
+            return f"accepted: all {len(self.events)} events are steps of {m}"
         return (
             f"rejected at event {self.matched} of {len(self.events)}: "
-            f"{self.rejected_event} is no step of Queue after the {self.matched} before it"
+            f"{self.rejected_event} is no step of {m} after the {self.matched} before it"
         )
 
 
