@@ -31,7 +31,7 @@ core step               spec                       TLA+
 ``accept_moved``
 ======================  =========================  =============================
 
-Dead-letter queues that are queues, retention and redrive (``/work/notes/dlq-design.md``,
+Dead-letter queues that are queues, retention and redrive (docs/contract.md section 7,
 issue 25). A core may have a ``target`` (the core of its dead-letter queue, set by the shell,
 which holds both queues' locks around every releasing step): a release that dies then also
 moves the message into the target in the same step (:meth:`Core.move_in`), and the receivers

@@ -36,8 +36,8 @@ Failure model (docs/failure-model.md): every transition does all that can raise 
 commit, so it takes full effect or none; the sweeper (``impl/sweeper.py``) survives a failed
 round; fork handlers (``impl/forking.py``) give a child process fresh locks.
 
-Dead-letter queues that are queues, retention and redrive (issue 25, ``/work/notes/
-dlq-design.md``): a queue may name a ``dead_letter`` target (a queue of the same kind, created
+Dead-letter queues that are queues, retention and redrive (issue 25, docs/contract.md
+section 7): a queue may name a ``dead_letter`` target (a queue of the same kind, created
 before it, unbounded, on the same clock, with ``max_receives`` set here). Such queues form a
 system sharing one id registry (``impl/system.py``). Every releasing operation of a queue with
 a target (retry, change_visibility(0), change_visibility_batch, sweep and the sweeper's round)
