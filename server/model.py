@@ -87,6 +87,8 @@ def _overlay(description: Mapping[str, Any], data: Mapping[str, Any]) -> dict[st
         for part in ("member", "key", "value"):
             if part in patch and part in shape:
                 shape[part].update(patch[part])
+        if "locationName" in patch:
+            shape["locationName"] = patch["locationName"]
         if patch.get("flattened"):
             shape["flattened"] = True
     for name, info in data["errors"].items():

@@ -15,7 +15,8 @@ its ``QueryParser`` reads (``tests/test_server_query.py`` runs both against this
 - a flattened list's elements are ``<name>.1``, ``<name>.2``..., where ``<name>`` is the list
   member's ``locationName`` if it has one (``Entries`` -> ``SendMessageBatchRequestEntry.N``); a
   list that is not flattened nests its elements as ``<name>.member.N``; an empty list is sent as
-  the bare key with an empty value;
+  the bare key with an empty value (botocore uses the member's own name for it: ``TagKeys=``);
+  in XML an empty flattened list is no element at all, so a client reads it as absent;
 - a flattened map's entries are ``<name>.N.<key name>`` and ``<name>.N.<value name>``
   (``Attribute.N.Name``/``Attribute.N.Value``), a map that is not flattened has ``.entry.N``.
 
@@ -131,6 +132,12 @@ class _Reader:
             child = node.children.get(self.member_key(ref, name))
             if child is not None:
                 out[name] = self.read(child, ref)
+                continue
+            # botocore sends an empty flattened list under the member's own name, before the
+            # rename to its member's name (UntagQueue: TagKeys= rather than TagKey=).
+            own = node.children.get(str(ref.get("locationName", name)))
+            if own is not None and self.shapes[ref["shape"]]["type"] == "list":
+                out[name] = self.list(own, ref, self.shapes[ref["shape"]])
         return out
 
     def indexed(self, node: _Node) -> list[_Node]:
