@@ -30,7 +30,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from server import model as sqs_model
-from server.errors import SqsError
+from server.errors import SqsError, load_query_data
 from server.query import parse_form
 
 MODEL = sqs_model.load()
@@ -556,3 +556,96 @@ def test_a_blob_in_xml_is_base64() -> None:
     }
     body = MODEL.serialize_query("ReceiveMessage", result, "r")
     assert b"<BinaryValue>" + base64.b64encode(b"\x00") + b"</BinaryValue>" in body
+
+
+# -- bad input: only SqsError, whatever the form ---------------------------------------------
+
+_KEY_PART = st.sampled_from(
+    [
+        "QueueUrl",
+        "MessageBody",
+        "DelaySeconds",
+        "MessageAttribute",
+        "Name",
+        "Value",
+        "DataType",
+        "StringValue",
+        "BinaryValue",
+        "StringListValue",
+        "SendMessageBatchRequestEntry",
+        "Id",
+        "Attribute",
+        "Tag",
+        "Key",
+        "TagKey",
+        "TagKeys",
+        "AttributeName",
+        "MaxNumberOfMessages",
+        "1",
+        "2",
+        "0",
+        "-1",
+        "x",
+        "",
+    ]
+)
+_KEYS = st.lists(_KEY_PART, min_size=1, max_size=5).map(".".join)
+_ACTIONS = st.sampled_from([*sorted(MODEL.operation_names), "", "Nope"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    action=_ACTIONS,
+    fields=st.dictionaries(_KEYS, st.lists(st.text(max_size=8), min_size=1, max_size=2)),
+)
+def test_any_form_is_parsed_or_refused_with_an_sqs_error(
+    action: str, fields: dict[str, list[str]]
+) -> None:
+    form = {**fields, "Action": [action]}
+    try:
+        op, params = MODEL.parse_query(form)
+        MODEL.validate_input(op, params)
+    except SqsError as err:
+        assert err.status in (400, 404) and err.message
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=5),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3)
+    ),
+    max_leaves=12,
+)
+_MEMBER = st.sampled_from(
+    ["QueueUrl", "MessageBody", "Entries", "MessageAttributes", "Attributes", "Tags", "Id", "x"]
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    op=st.sampled_from(sorted(MODEL.operation_names)),
+    params=st.dictionaries(_MEMBER, _JSON, max_size=4) | _JSON,
+)
+def test_any_json_request_is_validated_or_refused_with_an_sqs_error(op: str, params: Any) -> None:
+    try:
+        MODEL.validate_input(op, params)
+    except SqsError as err:
+        assert err.status == 400 and err.message
+
+
+@pytest.mark.skipif(REAL_QUERY_ERA is None, reason="no query-era SQS model on this machine")
+def test_the_legacy_codes_agree_with_the_real_query_era_model() -> None:
+    assert REAL_QUERY_ERA is not None
+    data = load_query_data()
+    compared = 0
+    for name, shape in REAL_QUERY_ERA["shapes"].items():
+        if "error" in shape:
+            mine = data["errors"][name]
+            assert (mine["code"], mine["httpStatusCode"], mine["senderFault"]) == (
+                shape["error"]["code"],
+                shape["error"]["httpStatusCode"],
+                shape["error"]["senderFault"],
+            ), name
+            compared += 1
+    assert compared >= 10
+    assert REAL_QUERY_ERA["metadata"]["xmlNamespace"] == data["xmlNamespace"]
