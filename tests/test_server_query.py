@@ -17,6 +17,9 @@ from __future__ import annotations
 import base64
 import json
 import os
+import pickle
+import subprocess
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -649,3 +652,75 @@ def test_the_legacy_codes_agree_with_the_real_query_era_model() -> None:
             compared += 1
     assert compared >= 10
     assert REAL_QUERY_ERA["metadata"]["xmlNamespace"] == data["xmlNamespace"]
+
+
+#: A query-era botocore importable from a directory (the Google Cloud SDK vendors 1.34.22).
+_QUERY_ERA_BOTOCORE = [
+    os.environ.get("SQS_QUERY_ERA_BOTOCORE", ""),
+    "/usr/lib/google-cloud-sdk/lib/third_party",
+]
+#: Run by the old botocore: its serializer writes REQUESTS, its parser reads the XML given.
+_OLD_BOTOCORE_SCRIPT = """
+import pickle, sys
+import botocore, botocore.session, botocore.serialize, botocore.utils
+from botocore.parsers import QueryParser
+service = botocore.session.get_session().get_service_model("sqs")
+assert service.protocol == "query", service.protocol
+requests, results, error = pickle.load(sys.stdin.buffer)
+out = {"version": botocore.__version__, "bodies": {}, "parsed": {}}
+serializer = botocore.serialize.create_serializer("query")
+for op, params in requests.items():
+    if op in service.operation_names:
+        model = service.operation_model(op)
+        params = {k: v for k, v in params.items() if k in model.input_shape.members}
+        body = serializer.serialize_to_request(params, model)["body"]
+        out["bodies"][op] = (params, botocore.utils.percent_encode_sequence(body))
+for op, xml in results.items():
+    if op in service.operation_names:
+        shape = service.operation_model(op).output_shape
+        parsed = QueryParser().parse({"body": xml, "headers": {}, "status_code": 200}, shape)
+        parsed.pop("ResponseMetadata")
+        out["parsed"][op] = (parsed, list(shape.members))
+error = QueryParser().parse({"body": error, "headers": {}, "status_code": 400}, None)
+out["error"] = error["Error"]
+pickle.dump(out, sys.stdout.buffer)
+"""
+
+
+def _old_botocore() -> str | None:
+    for candidate in _QUERY_ERA_BOTOCORE:
+        if candidate and (Path(candidate) / "botocore" / "__init__.py").is_file():
+            return candidate
+    return None
+
+
+@pytest.mark.skipif(_old_botocore() is None, reason="no query-era botocore on this machine")
+def test_a_query_era_botocore_of_its_own_reads_and_writes_this_wire() -> None:
+    # The old botocore's own serializer, parser and model, in a process of its own: the
+    # requests it sends parse into the JSON shapes, and it reads every result and an error.
+    results = {op: MODEL.serialize_query(op, r, "rid") for op, r in RESULTS.items()}
+    error = MODEL.query_error(SqsError("QueueDoesNotExist", "gone"), "rid")[2]
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    done = subprocess.run(
+        [sys.executable, "-c", _OLD_BOTOCORE_SCRIPT],
+        input=pickle.dumps((REQUESTS, results, error)),
+        capture_output=True,
+        env={**env, "PYTHONPATH": str(_old_botocore())},
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr.decode()
+    out = pickle.loads(done.stdout)
+    assert out["bodies"] and out["parsed"]
+    for op, (params, body) in out["bodies"].items():
+        parsed_op, parsed = MODEL.parse_query(parse_form(body))
+        assert parsed_op == op
+        assert MODEL.validate_input(op, parsed) == MODEL.validate_input(op, params), op
+    for op, (parsed, members) in out["parsed"].items():
+        assert parsed == {k: v for k, v in RESULTS[op].items() if k in members}, op
+    assert out["error"] == {
+        "Type": "Sender",
+        "Code": "AWS.SimpleQueueService.NonExistentQueue",
+        "Message": "gone",
+        "Detail": None,
+    }
