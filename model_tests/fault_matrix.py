@@ -14,6 +14,13 @@ point and every k-th call.
 
 The injectors themselves (the failing clock, sink and thread start) are
 :mod:`model_tests.faults`; the scenarios and the tests are ``test_faults.py``'s.
+
+The asyncio shell (``impl.AsyncQueue``) has its own section at the end: :class:`AioWorld` (the
+queue behind a :class:`model_tests.targets.Blocking` facade on one event loop, its clock a
+:class:`FailingLoopClock` whose ``call_at``, the loop timer's arming, is a point too), a
+bystander that is a waiting task, and :func:`exercise_aio`, which also runs the loop timer's
+own sweep round (:data:`TIMER`) and checks after every call that expiry resumes: the clock
+moved onto the next due time releases it with no ``sweep()`` called.
 """
 
 from __future__ import annotations
@@ -53,6 +60,7 @@ from model_tests.faults import (
 )
 from model_tests.projection import from_snapshot, from_state, stats_counts, to_state
 from model_tests.support import Call, ProbeClock
+from model_tests.targets import LoopRunner, async_class, blocking
 
 #: Where a fault is injected: the k-th call of the clock's ``now``, of its ``wait`` (raised
 #: instead of waiting, or, ``wait-after``, when the wait returns), of the trace sink, or the
@@ -83,6 +91,8 @@ OpName: TypeAlias = Literal[
     "cancel",
     "purge",
     "sweep",
+    # The async shell's loop timer firing its sweep round (exercise_aio only).
+    "timer",
 ]
 RECEIPT_OPS: Final = frozenset({"delete", "retry", "change_visibility"})
 BATCH_RECEIPT_OPS: Final = frozenset({"delete_batch", "change_visibility_batch"})
@@ -265,8 +275,7 @@ class World:
     def check(self, expected: spec.State | None = None) -> None:
         """The queue's own invariants, the spec's on its projection, and (if given) that it
         shows exactly ``expected``."""
-        with self.q.mutex:
-            self.q._check()
+        self.self_check()
         snap = self.q.snapshot()
         assert not spec.violations(to_state(snap, self.setup.config, 0))
         if expected is not None:
@@ -275,6 +284,11 @@ class World:
             assert stats_counts(self.q.stats()) == want.counts()
             dead = [(m.id, m.body, m.attempt) for m in self.q.dead_letters()]
             assert dead == [(m.id, m.body, m.attempt) for m in want.dead]
+
+    def self_check(self) -> None:
+        """The queue's own consistency check (``_check``), under its lock."""
+        with self.q.mutex:
+            self.q._check()
 
     def state(self) -> spec.State:
         return to_state(self.q.snapshot(), self.setup.config, 0)
@@ -369,6 +383,8 @@ def prepare(w: World, op: Op) -> Prepared:
             if op.t:
                 w.advance(op.t, wake=False)
             run = q.sweep
+        case "timer":
+            raise ValueError("the loop timer's round is the async shell's: see exercise_aio")
     return Prepared(op, run, attempt, w.clock.inner.now(), receipts)
 
 
@@ -416,6 +432,9 @@ def model(s: spec.State, p: Prepared, outcome: Outcome, setup: Setup) -> tuple[s
             return spec.cancel(s, op.id)
         case "sweep":
             return spec.expire(s, p.now)[0], None
+        case "timer":
+            # exercise_aio prepares the timer's round as a sweep at the time it moves to.
+            raise ValueError("the loop timer's round is modelled as a sweep")
 
 
 def result_of(op: Op, outcome: Outcome) -> object:
@@ -765,4 +784,251 @@ def check_move_faults(
                     )
             finally:
                 w.close()
+    return counts
+
+
+# =============================================================================================
+# The asyncio shell: impl.AsyncQueue on one event loop, a failing clock and trace sink
+# =============================================================================================
+
+#: Where a fault is injected in the async shell: the k-th clock reading, the k-th arming of
+#: the loop timer (``call_at`` on the injected clock), the k-th call of the trace sink. There is
+#: no thread to start and no ``wait``: a waiting task awaits a future.
+AioPoint: TypeAlias = Literal["now", "call_at", "sink"]
+AIO_POINTS: Final[tuple[AioPoint, ...]] = ("now", "call_at", "sink")
+#: The op name (:class:`Op` with ``t``) of the loop timer's own sweep round: the clock moves on
+#: by ``t``, waking, and the timer armed for the earliest due time sweeps, in the loop.
+TIMER: Final = "timer"
+AioInjection: TypeAlias = tuple[AioPoint, int, Fault | None]
+
+
+class FailingLoopClock(FailingClock[ProbeClock]):
+    """A :class:`FailingClock` that also offers the wrapped fake clock's ``call_at``, so that
+    the async queue arms its one timer on it (a clock without ``call_at`` would make it use the
+    loop's own, real, time); each ``call_at`` is counted and may fail as ``"call_at"``."""
+
+    def call_at(self, due: float, callback: Callable[[], object]) -> Any:
+        with self._lock:
+            self.call_at_calls += 1
+        fault = self.trigger.hit("call_at")
+        if fault is not None:
+            raise fault
+        return self.inner.call_at(due, callback)  # type: ignore[attr-defined]
+
+    call_at_calls = 0
+
+
+class AioWorld(World):
+    """One ``impl.AsyncQueue`` on a :class:`FailingLoopClock` (around a ``ProbeClock``) with a
+    failing sink, behind a :class:`Blocking` facade on one event loop, for one run."""
+
+    def __init__(self, setup: Setup) -> None:
+        self.setup = setup
+        self.runner = LoopRunner()
+        self.clock = FailingLoopClock(ProbeClock())
+        self.sink = FailingSink()
+        self.aq: Any = self.runner.run(
+            async_class(fifo=False),
+            capacity=setup.capacity,
+            visibility_timeout=setup.vt,
+            max_receives=setup.max_receives,
+            clock=self.clock,
+        )
+        self.q = blocking(self.aq, self.runner)  # type: ignore[assignment]
+        if setup.traced:
+            self.q.record_trace(self.sink)
+
+    def arm(self, fault: AioInjection | None, thread: ThreadMatch) -> None:  # type: ignore[override]
+        point, k, exc = fault if fault is not None else (None, None, None)
+        raised = InjectedFault if exc is None else exc
+        if point == "call_at":
+            self.clock.trigger.arm(k, raised, label="call_at", thread=thread)
+        else:
+            self.clock.fail_on(k if point == "now" else None, "now", raised, thread=thread)
+        self.sink.fail_on(k if point == "sink" else None, raised, thread=thread)
+
+    def disarm(self) -> None:
+        self.clock.disarm()
+        self.sink.disarm()
+
+    def counts(self) -> dict[AioPoint, int]:  # type: ignore[override]
+        return {
+            "now": self.clock.trigger.counts["now"],
+            "call_at": self.clock.trigger.counts["call_at"],
+            "sink": self.sink.trigger.total,
+        }
+
+    def fired(self) -> BaseException | None:
+        return self.clock.fired or self.sink.fired
+
+    def self_check(self) -> None:
+        """The inner shell queue's own check, when the async queue keeps one (``_q``)."""
+        inner = getattr(self.aq, "_q", None)
+        if inner is not None and callable(getattr(inner, "_check", None)):
+            with inner.mutex:
+                inner._check()
+
+    def settle(self) -> None:
+        """No sweeper thread: the loop timer runs only inside a waking ``advance``."""
+
+    def advance(self, dt: float, *, wake: bool) -> None:
+        if wake:
+            self.runner.run(self.clock.inner.advance, dt)
+        else:
+            self.clock.inner.advance(dt, wake=False)
+
+    # -- bystanders: a waiting task --------------------------------------------------------
+
+    def start_bystander(self, kind: Bystander) -> Any:
+        """A receiver (no visibility timeout) or a sender of id ``by``, waiting as a task."""
+        if kind == "receiver":
+            task = self.runner.start(self.aq.receive(visibility_timeout=None))
+        else:
+            task = self.runner.start(self.aq.send("by", id="by"))
+        assert not task.done(), f"the {kind} did not wait: {task.result()!r}"
+        return task
+
+    def serve_bystander(
+        self, task: Any, kind: Bystander, s: spec.State, now: float, where: str
+    ) -> spec.State:
+        """As :func:`serve_bystander`: woken and served iff ``s`` has work for it."""
+        self.runner.settle()
+        work = bool(s.visible) if kind == "receiver" else spec.can_send(s, "by")
+        if not work:
+            assert not task.done(), f"{where}: the {kind} left with nothing: {task.result()!r}"
+            return s
+        assert task.done(), f"{where}: NoSleepingWaiter: the waiting {kind} sleeps beside work"
+        value = task.result()
+        if kind == "sender":
+            assert value == "by", value
+            return spec.send(s, "by", "by")[0]
+        s, d = spec.receive(s, now, None)
+        assert d is not None and isinstance(value, Message), value
+        assert (value.id, value.body, value.attempt) == (d.id, d.body, d.attempt)
+        return s
+
+    def close(self) -> None:
+        """Close the queue: a bystander still waiting raises ``ShutDown``; close the loop."""
+        try:
+            self.q.close()
+            self.runner.settle()
+            for task in list(self._tasks()):
+                if task.done() and not task.cancelled():
+                    with contextlib.suppress(ShutDown):
+                        task.result()
+                else:
+                    raise AssertionError(f"a waiting task was not woken by close: {task!r}")
+        finally:
+            self.runner.close()
+
+    def _tasks(self) -> list[Any]:
+        import asyncio
+
+        return [t for t in asyncio.all_tasks(self.runner.loop)]
+
+
+def _prepare_aio(w: AioWorld, op: Op) -> Prepared:
+    """:func:`prepare`, and the loop timer's round (:data:`TIMER`): the clock moves on by
+    ``op.t``, waking, in the loop; the spec's view of it is a sweep at the new time."""
+    if op.name != TIMER:
+        return prepare(w, op)
+    now = w.clock.inner.now() + op.t
+    return Prepared(replace(op, name="sweep", t=0.0), partial(w.advance, op.t, wake=True), 0, now)
+
+
+def _resumes_expiry(w: AioWorld, s: spec.State, where: str) -> None:
+    """Expiry resumes: the clock moved (waking) onto the earliest due time releases what is due
+    there with no ``sweep()`` called, as ``spec.expire`` at that time says."""
+    due = [m.due for m in s.messages if m.due is not None]
+    if not due:
+        return
+    now = w.clock.inner.now()
+    dt = max(0.0, min(due) - now)
+    w.advance(dt, wake=True)
+    w.runner.settle()
+    expected = spec.expire(s, now + dt)[0]
+    assert from_snapshot(w.q.snapshot()) == from_state(expected), (
+        f"{where}: expiry did not resume: the loop timer did not release what is due at {now + dt}"
+    )
+
+
+def exercise_aio(
+    setup: Setup,
+    prefix: tuple[Op, ...],
+    op: Op,
+    bystander: Bystander | Literal["auto"] | None,
+    fault: AioInjection | None,
+) -> dict[AioPoint, int]:
+    """:func:`exercise` for ``impl.AsyncQueue``: bring a fresh queue to ``prefix``'s state, run
+    ``op`` (or the loop timer's round, :data:`TIMER`) with ``fault``, and check it.
+
+    With a fault: it must fire and be what the call raises, the queue must be exactly as before
+    (a waiting bystander still waiting: not stranded, not served), nothing traced, and the
+    retried call must then agree with the spec. Either way the bystander is woken iff there is
+    work for it, and expiry resumes (:func:`_resumes_expiry`). Only the call's own task step is
+    counted and may fail: the counts are taken, and the injectors disarmed, in that step right
+    after the call (before a task it woke runs on the same thread).
+    """
+    me = threading.current_thread()
+    timer = op.name == TIMER
+    w = AioWorld(setup)
+    try:
+        for p in prefix:
+            result_of(p, outcome_of(_prepare_aio(w, p).run))
+        kind = bystander_for(w.state()) if bystander == "auto" else bystander
+        by = w.start_bystander(kind) if kind is not None else None
+        prepared = _prepare_aio(w, op)
+        op = prepared.op
+        before = w.observe()
+        s0 = w.state()
+        traced = len(w.sink.steps)
+        counted: dict[AioPoint, int] = {}
+
+        def stop_counting() -> None:
+            counted.update(w.counts())
+            w.disarm()
+
+        w.arm(fault, me)
+        w.runner.after_next(stop_counting)
+        outcome = outcome_of(prepared.run)
+        where = f"{op} with a fault at {fault[0]} #{fault[1]}" if fault else str(op)
+        if fault is not None:
+            fired = w.fired()
+            assert fired is not None, f"{where}: the fault was never reached"
+            assert isinstance(outcome, Raised) and outcome.error is fired, (
+                f"{where}: {fired!r} was raised inside, the caller got {outcome}"
+            )
+            w.runner.settle()
+            assert w.observe() == before, f"{where}: the failed call changed the queue"
+            w.check()
+            if op.name != "sweep":
+                assert w.sink.steps[traced:] == [], f"{where}: a failed call was traced"
+            if by is not None:
+                assert not by.done(), f"{where}: the bystander left: {by.result()!r}"
+            # The timer's round again: the clock has moved; what is due there fires now.
+            outcome = outcome_of(partial(w.advance, 0.0, wake=True) if timer else prepared.run)
+        s1, expected = model(s0, prepared, outcome, setup)
+        assert result_of(op, outcome) == expected, where
+        if by is not None and kind is not None:
+            s1 = w.serve_bystander(by, kind, s1, prepared.now, where)
+        w.check(s1)
+        _resumes_expiry(w, s1, where)
+    finally:
+        w.close()
+    return counted
+
+
+def check_every_fault_aio(
+    setup: Setup,
+    prefix: tuple[Op, ...],
+    op: Op,
+    bystander: Bystander | Literal["auto"] | None,
+    points: tuple[AioPoint, ...] = AIO_POINTS,
+    fault: Fault | None = None,
+) -> dict[AioPoint, int]:
+    """:func:`exercise_aio` fault-free, counting, then with a fault at every point and k."""
+    counts = exercise_aio(setup, prefix, op, bystander, None)
+    for point in points:
+        for k in range(1, counts[point] + 1):
+            exercise_aio(setup, prefix, op, bystander, (point, k, fault))
     return counts

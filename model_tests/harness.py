@@ -1,9 +1,10 @@
-"""The scenario harness (contract section 4): ``python -m model_tests.harness --target model|impl``.
+"""The scenario harness (contract section 4): ``python -m model_tests.harness --target T``.
 
 Reads scenarios from standard input, one JSON object per line, and writes one JSON array per
 line to standard output: the outputs of that scenario's operations, in order. ``--target model``
 runs the pure-function spec, ``--target impl`` runs ``impl.Queue`` (``impl.FifoQueue`` for a
-``"fifo": true`` scenario) on an ``impl.FakeClock``; both share the parser
+``"fifo": true`` scenario) on an ``impl.FakeClock``, ``--target aio`` runs ``impl.AsyncQueue``
+(``impl.AsyncFifoQueue``) the same way on one event loop; all share the parser
 (:mod:`model_tests.scenario_format`) and the op dispatch (:mod:`model_tests.targets`).
 
 Lines are handled one at a time: each line is parsed whole before any of its ops runs, and its
@@ -57,7 +58,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--target",
         required=True,
         choices=get_args(TargetName),
-        help="model: the pure-function spec; impl: impl.Queue (or FifoQueue) on a FakeClock",
+        help=(
+            "model: the pure-function spec; impl: impl.Queue (or FifoQueue) on a FakeClock; "
+            "aio: impl.AsyncQueue (or AsyncFifoQueue) on a FakeClock and one event loop"
+        ),
     )
     args = parser.parse_args(argv)
     return run_lines(sys.stdin, sys.stdout, sys.stderr, args.target)

@@ -1,7 +1,10 @@
 """The two things a scenario can run on, behind one small protocol, and the op dispatch they share.
 
 ``model`` (:class:`ModelTarget`) is the pure-function spec; ``impl`` (:class:`ImplTarget`) is
-``impl.Queue`` (``impl.FifoQueue`` for a ``"fifo": true`` scenario) on an ``impl.FakeClock``.
+``impl.Queue`` (``impl.FifoQueue`` for a ``"fifo": true`` scenario) on an ``impl.FakeClock``;
+``aio`` (:class:`AioTarget`) is ``impl.AsyncQueue`` (``impl.AsyncFifoQueue``) on one event loop,
+through :class:`Blocking`, a facade that runs each call to completion on that loop, so that the
+``impl`` target's own methods drive it unchanged.
 The harness, the differential test and the hand-written examples all go through
 :func:`run_scenario`, so the only difference between the targets is the small methods of
 :class:`Target`. Each method is named after the contract operation it
@@ -43,10 +46,12 @@ that queue 0's sweep moves in is swept in queue 1 in the same op); a redrive's t
 
 from __future__ import annotations
 
+import asyncio
+import inspect
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
-from typing import Any, Literal, Protocol, TypeAlias
+from typing import Any, Generic, Literal, Protocol, TypeAlias, TypeVar, cast
 
 import impl
 import spec
@@ -96,7 +101,7 @@ def _fifo_parts(entry: BatchEntry) -> tuple[str | None, str | None]:
     return None, None
 
 
-TargetName: TypeAlias = Literal["model", "impl"]
+TargetName: TypeAlias = Literal["model", "impl", "aio"]
 
 #: ``[status, moved, skipped, to_move]`` of a redrive task (``redrive_status``'s output; an SQS
 #: endpoint has no ``skipped`` count: ``None``).
@@ -793,6 +798,180 @@ class ImplTarget:
             q.close()
 
 
+R = TypeVar("R")
+A = TypeVar("A")
+
+
+def async_class(*, fifo: bool) -> Any:
+    """``impl.AsyncFifoQueue`` or ``impl.AsyncQueue``; ``None`` while ``impl`` has no asyncio
+    shell (the tests of its targets are skipped then)."""
+    return vars(impl).get("AsyncFifoQueue" if fifo else "AsyncQueue")
+
+
+class LoopRunner:
+    """One event loop on which every call runs to completion, one call at a time.
+
+    :meth:`run` calls a function inside a task of the loop (so that the async queue finds its
+    running loop, binds to it and may arm its timer on it) and, if the call gives an awaitable,
+    awaits it; the loop runs until that task is done. Tasks the caller started
+    (:meth:`start`) stay pending between calls and run whenever the loop runs again.
+    ``after_next`` runs hooks in the same task step right after the next call returns (or
+    raises), before any other task runs: what a test needs to observe the queue, or cancel a
+    task, right after this very call woke it.
+    """
+
+    #: How many loop iterations :meth:`settle` runs: a woken task's step is scheduled with
+    #: ``call_soon``, one iteration away; a handful leaves the loop idle in every run here.
+    SETTLE_ITERATIONS = 8
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self._after: list[Callable[[], None]] = []
+
+    def run(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
+        """``fn(*args, **kwargs)`` inside the loop, awaited if it gives an awaitable.
+
+        Called from inside the loop (a hook, a task), a plain call runs at once; a coroutine
+        cannot be run to completion there, and is a ``RuntimeError``."""
+        if self.loop.is_running():
+            result = fn(*args, **kwargs)
+            if inspect.isawaitable(result):
+                if inspect.iscoroutine(result):
+                    result.close()  # never awaited: closed, not left to warn
+                raise RuntimeError(f"{fn!r} gave an awaitable inside the running loop")
+            return result
+        hooks, self._after = self._after, []
+
+        async def call() -> Any:
+            try:
+                result = fn(*args, **kwargs)
+                if inspect.isawaitable(result):
+                    result = await result
+                return result
+            finally:
+                for hook in hooks:
+                    hook()
+
+        return self.loop.run_until_complete(call())
+
+    def after_next(self, hook: Callable[[], None]) -> None:
+        """Run ``hook`` right after the next :meth:`run`'s call returns, in its task step."""
+        self._after.append(hook)
+
+    def start(self, coro: Any) -> asyncio.Task[Any]:
+        """A task of ``coro`` on the loop, run up to where it waits (or to its end)."""
+        task = self.loop.create_task(coro)
+        self.settle()
+        return task
+
+    def settle(self) -> None:
+        """Run the loop until every ready task has run (a few iterations; no wall time)."""
+
+        async def iterations() -> None:
+            for _ in range(self.SETTLE_ITERATIONS):
+                await asyncio.sleep(0)
+
+        self.loop.run_until_complete(iterations())
+
+    def close(self) -> None:
+        """Cancel the tasks still pending, let them finish, close the loop."""
+        pending = [t for t in asyncio.all_tasks(self.loop) if not t.done()]
+        for t in pending:
+            t.cancel()
+        if pending:
+            self.loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+        self.loop.close()
+
+
+class Blocking(Generic[A]):
+    """An async queue seen as a threaded one: each method call runs to completion on ``runner``.
+
+    A coroutine method (``send``, ``receive``, the batches) is awaited; a plain one is called
+    inside the loop too (the queue is bound to its loop and is used from it only). Arguments
+    that are facades are unwrapped (a ``start_redrive`` target is the async queue itself).
+    ``__class__`` answers the threaded class of the same kind (``impl.Queue`` or
+    ``impl.FifoQueue``): the callers written for threaded queues tell the two kinds apart by
+    ``isinstance``, and that is the one thing they ask of the class.
+    """
+
+    def __init__(self, queue: A, runner: LoopRunner) -> None:
+        self.queue = queue
+        self.runner = runner
+
+    @property  # type: ignore[misc]
+    def __class__(self) -> type:
+        return impl.FifoQueue if isinstance(self.queue, async_class(fifo=True)) else impl.Queue
+
+    def __getattr__(self, name: str) -> Any:
+        value = getattr(self.queue, name)
+        if not callable(value):
+            return value
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            args = tuple(unwrap(a) for a in args)
+            kwargs = {k: unwrap(v) for k, v in kwargs.items()}
+            return self.runner.run(value, *args, **kwargs)
+
+        return call
+
+    def __repr__(self) -> str:
+        return f"Blocking({self.queue!r})"
+
+
+def unwrap(value: object) -> object:
+    """The async queue behind a :class:`Blocking` facade; anything else as it is."""
+    return value.queue if type(value) is Blocking else value
+
+
+def blocking(queue: object, runner: LoopRunner) -> impl.BaseQueue[str]:
+    """``queue`` (an async queue) behind a :class:`Blocking` facade, typed as the threaded
+    queue whose methods it offers to callers written for one."""
+    return cast(impl.BaseQueue[str], Blocking(queue, runner))
+
+
+class AioTarget(ImplTarget):
+    """Runs a scenario on ``impl.AsyncQueue`` (``impl.AsyncFifoQueue``) instances on one event
+    loop and one ``impl.FakeClock``: :class:`ImplTarget` with each queue behind a
+    :class:`Blocking` facade, every call non-blocking (``block=False``) as there. The clock
+    moves inside the loop, so a loop timer it fires sweeps at once, as a threaded queue's
+    sweeper round would (the sweep after every op makes the outputs the same either way)."""
+
+    def __init__(self, config: QueueConfig) -> None:
+        self.runner = LoopRunner()
+        super().__init__(config)
+
+    def _make(self, c: QueueConfig, dead_letter: impl.BaseQueue[str] | None) -> impl.BaseQueue[str]:
+        extra: dict[str, Any] = {}
+        if c.retention is not None:
+            extra["retention"] = c.retention
+        if dead_letter is not None:
+            extra["dead_letter"] = unwrap(dead_letter)
+        common: dict[str, Any] = {
+            "capacity": c.capacity,
+            "visibility_timeout": c.visibility_timeout,
+            "max_receives": c.max_receives,
+            "delay": c.delay,
+            "clock": self.clock,
+            **extra,
+        }
+
+        def make() -> object:
+            if c.fifo:
+                return async_class(fifo=True)(dedup_interval=c.dedup_interval, **common)
+            return async_class(fifo=False)(**common)
+
+        return blocking(self.runner.run(make), self.runner)
+
+    def advance(self, dt: float) -> None:
+        self.runner.run(self.clock.advance, dt)
+
+    def close(self) -> None:
+        try:
+            super().close()
+        finally:
+            self.runner.close()
+
+
 def model_target(config: QueueConfig) -> ModelTarget:
     """The model target of ``config``: a system of queues with a dead-letter target, else the
     plain spec."""
@@ -802,6 +981,7 @@ def model_target(config: QueueConfig) -> ModelTarget:
 TARGETS: Mapping[TargetName, Callable[[QueueConfig], Target]] = {
     "model": model_target,
     "impl": ImplTarget,
+    "aio": AioTarget,
 }
 
 

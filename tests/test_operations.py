@@ -118,6 +118,49 @@ def test_every_operation_is_a_method_of_impl_queue_and_every_method_is_accounted
     assert public - NOT_OPERATIONS - SYSTEM_METHODS == methods, "a method the registry lacks"
 
 
+#: The asyncio shell's queues beside the threaded queue of the same kind.
+ASYNC_PAIRS = (
+    (impl.Queue, targets.async_class(fifo=False)),
+    (impl.FifoQueue, targets.async_class(fifo=True)),
+)
+needs_aio = pytest.mark.skipif(
+    targets.async_class(fifo=False) is None, reason="impl has no asyncio shell"
+)
+#: Public methods an async queue has and the threaded one has not (``async with`` and
+#: ``async for`` are dunders): none, so far.
+ASYNC_ONLY: frozenset[str] = frozenset()
+
+
+def _public(cls: type) -> set[str]:
+    return {n for n, v in inspect.getmembers(cls) if not n.startswith("_") and callable(v)}
+
+
+@needs_aio
+@pytest.mark.parametrize("threaded, aio", ASYNC_PAIRS, ids=["standard", "fifo"])
+def test_every_operation_is_a_method_of_the_async_queues_async_where_the_threaded_may_block(
+    threaded: type, aio: type
+) -> None:
+    """The same public methods as the threaded queue, each a coroutine function exactly when
+    the threaded one may block (it takes ``block``), a plain method otherwise."""
+    methods = {op.impl for op in REGISTRY if op.impl is not None}
+    assert methods <= _public(aio)
+    assert _public(aio) - ASYNC_ONLY == _public(threaded), "a method only one shell has"
+    for name in sorted(_public(threaded)):
+        may_block = "block" in inspect.signature(getattr(threaded, name)).parameters
+        assert inspect.iscoroutinefunction(getattr(aio, name)) is may_block, name
+
+
+@needs_aio
+@pytest.mark.parametrize("threaded, aio", ASYNC_PAIRS, ids=["standard", "fifo"])
+def test_the_async_methods_take_the_threaded_methods_parameters(threaded: type, aio: type) -> None:
+    for name in sorted(_public(threaded)):
+        want = inspect.signature(getattr(threaded, name)).parameters
+        got = inspect.signature(getattr(aio, name)).parameters
+        assert [(p.name, p.kind) for p in got.values()] == [
+            (p.name, p.kind) for p in want.values()
+        ], name
+
+
 def test_every_system_method_of_impl_queue_is_a_step_or_lookup_of_spec_system() -> None:
     import spec.system
 
