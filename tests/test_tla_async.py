@@ -7,7 +7,8 @@
   the copies saved in ``docs/runs/`` are what TLC prints today.
 - The checks are not vacuous: a notify that gives its wakeup to a cancelled future (instead of
   skipping it) leaves a receiver asleep beside a message (``NoSleepingWaiter``), and a retry that
-  re-queues at the head is no behaviour of ``Queue`` (``QueueSpec``).
+  re-queues at the head is no behaviour of ``Queue`` (``QueueSpec``); nor is a handoff, whose
+  send also delivers.
 - The correct model passes (about 20 s with one worker, so marked ``slow``).
 """
 
@@ -94,7 +95,7 @@ def test_async_models_declare_their_expected_outcomes() -> None:
 def test_async_model_checks_the_refinement_and_every_invariant_by_name() -> None:
     text = (TLA_DIR / "AsyncQueue.tla").read_text()
     assert "Queue == INSTANCE Queue" in text
-    assert "THEOREM Spec => QueueSpec" in text
+    assert 'THEOREM (Bug # "handoff") => (Spec => QueueSpec)' in text
     for action in ("Send", "Receive", "Wait", "Resume", "Cancel", "Withdraw", "PassOn"):
         assert re.search(rf"^{action}\(", text, re.MULTILINE), action
         assert f" : {action}(" in text, f"{action} is not a disjunct of Next"
@@ -167,10 +168,13 @@ def test_saved_counterexample_is_what_tlc_prints(name: str) -> None:
 
 
 def _mutant(tmp_path: Path, correct: str, mutant: str, cfg: str) -> Result:
-    """TLC on AsyncQueue with ``correct`` replaced by ``mutant``, with the config text ``cfg``."""
+    """TLC on AsyncQueue with ``correct`` replaced by ``mutant`` (``""``: the module as it is),
+    with the config text ``cfg``."""
     text = (TLA_DIR / "AsyncQueue.tla").read_text()
-    assert text.count(correct) == 1
-    (tmp_path / "AsyncQueue.tla").write_text(text.replace(correct, mutant))
+    if correct:
+        assert text.count(correct) == 1
+        text = text.replace(correct, mutant)
+    (tmp_path / "AsyncQueue.tla").write_text(text)
     shutil.copy(TLA_DIR / "Queue.tla", tmp_path / "Queue.tla")
     (tmp_path / "Mutant.cfg").write_text(cfg)
     return run_tlc(tmp_path / "AsyncQueue.tla", tmp_path / "Mutant.cfg", timeout=300)
@@ -217,6 +221,20 @@ def test_refinement_catches_a_retry_that_requeues_at_the_head(tmp_path: Path) ->
     )
     assert result.outcome == "violation" and "Action property" in result.detail, result.summary
     assert states(result.trace())[-1][0] == "Retry"
+
+
+@needs_java
+def test_a_handoff_is_no_refinement_of_queue(tmp_path: Path) -> None:
+    """The handoff's send also delivers: two of Queue's steps (Send, Receive) in one."""
+    cfg = async_models()["AsyncQueueHandoff"].cfg.read_text()
+    assert cfg.count("INVARIANTS HeldDeliveries") == 1
+    result = _mutant(
+        tmp_path, "", "", cfg.replace("INVARIANTS HeldDeliveries", "PROPERTIES QueueSpec")
+    )
+    assert result.outcome == "violation" and "Action property" in result.detail, result.summary
+    trace = states(result.trace())
+    assert [a for a, _ in trace] == ["Initial", "Wait", "Send"]
+    assert trace[-1][1]["qInFlight"] == (mv("a"),)  # sent and delivered in one step
 
 
 # -- the correct model passes (slow) ------------------------------------------------------------
