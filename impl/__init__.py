@@ -17,6 +17,7 @@ queue (a move, one step across the two); ``retention=`` ages messages out; ``sta
 on a dead-letter queue starts a :class:`RedriveTask` (``impl/redrive.py``).
 """
 
+from impl.aio import AsyncFifoQueue, AsyncQueue
 from impl.clock import Clock, FakeClock, MonotonicClock
 from impl.errors import DuplicateIdError, Empty, Full, RedriveRunning, ShutDown
 from impl.fifo import FifoQueue
@@ -36,6 +37,8 @@ from impl.redrive import RedriveStatus, RedriveTask
 from impl.shell import BaseQueue, TraceStep
 
 __all__ = [
+    "AsyncFifoQueue",
+    "AsyncQueue",
     "BaseQueue",
     "Clock",
     "DuplicateIdError",

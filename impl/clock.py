@@ -8,14 +8,22 @@ the new time has reached, and each waiter re-checks its own predicate and deadli
 lock, exactly as it would after a real timeout. A wait with no deadline is woken only by a notify,
 as on the real clock, so a transition that forgets to notify is not hidden by a clock tick. This
 module is the only place ``time.monotonic`` appears.
+
+For the asyncio shell (``impl/aio.py``), which waits on futures rather than conditions, a fake
+clock also keeps callbacks: :meth:`FakeClock.call_at` registers one for a time, and
+:meth:`FakeClock.advance` runs every callback the new time has reached, so a loop timer armed
+on the fake clock fires when a test moves the time, not when real time passes.
 """
 
 from __future__ import annotations
 
+import heapq
+import itertools
 import math
 import threading
 import time
-from typing import Protocol, runtime_checkable
+from collections.abc import Callable
+from typing import NamedTuple, Protocol, runtime_checkable
 
 from impl.validate import is_number, to_finite
 
@@ -59,6 +67,27 @@ class MonotonicClock:
         return "MonotonicClock()"
 
 
+class TimerHandle:
+    """A callback registered with :meth:`FakeClock.call_at`; :meth:`cancel` stops it running."""
+
+    __slots__ = ("cancelled",)
+
+    def __init__(self) -> None:
+        self.cancelled = False
+
+    def cancel(self) -> None:
+        """Do not run the callback (if it has not run yet). Idempotent."""
+        self.cancelled = True
+
+
+class _Callback(NamedTuple):
+    # A heap entry of FakeClock.call_at: ordered by due time, then registration.
+    due: float
+    seq: int
+    callback: Callable[[], object]
+    handle: TimerHandle
+
+
 class FakeClock:
     """A clock that moves only when told to, for deterministic tests of timeouts and expiry.
 
@@ -90,6 +119,9 @@ class FakeClock:
         self._waiting: dict[threading.Condition, list[float | None]] = {}
         self._count = 0
         self._begun = 0
+        # Callbacks of call_at not yet run, a heap of _Callback.
+        self._callbacks: list[_Callback] = []
+        self._seq = itertools.count()
 
     def now(self) -> float:
         with self._lock:
@@ -118,6 +150,43 @@ class FakeClock:
         for cond in conds:
             with cond:
                 cond.notify_all()
+        self._run_due()
+
+    def call_at(self, due: float, callback: Callable[[], object]) -> TimerHandle:
+        """Run ``callback()`` once this clock reaches ``due``: in the thread of the
+        :meth:`advance` that reaches it, after that advance has moved the time and woken the
+        waits it reached; callbacks run in order of due time, ties in registration order. A
+        ``due`` already reached runs at the next advance (even by 0). Returns a handle whose
+        ``cancel()`` stops the callback. ``TypeError``/``ValueError`` for a ``due`` that is not
+        a finite number, or a ``callback`` that is not callable; nothing is registered then.
+        """
+        if not is_number(due):
+            raise TypeError(f"due must be a number, got {type(due).__name__}")
+        when = to_finite("due", due)
+        if not callable(callback):
+            raise TypeError(f"callback must be callable, got {type(callback).__name__}")
+        handle = TimerHandle()
+        with self._lock:
+            heapq.heappush(self._callbacks, _Callback(when, next(self._seq), callback, handle))
+        return handle
+
+    def _run_due(self) -> None:
+        # Pop and run, one at a time and outside the lock (a callback may register another or
+        # read the time), every callback due by now. A callback that raises stops the round:
+        # its exception propagates from advance, and the later callbacks run at the next one.
+        while True:
+            with self._lock:
+                if not self._callbacks or self._callbacks[0].due > self._time:
+                    return
+                entry = heapq.heappop(self._callbacks)
+            if not entry.handle.cancelled:
+                entry.handle.cancelled = True
+                entry.callback()
+
+    def callbacks(self) -> int:
+        """How many :meth:`call_at` callbacks are registered and neither run nor cancelled."""
+        with self._lock:
+            return sum(not e.handle.cancelled for e in self._callbacks)
 
     def wait(self, cond: threading.Condition, deadline: float | None) -> None:
         # Every wait is registered, even without a deadline, so wait_for_waiters can see it;
