@@ -813,7 +813,7 @@ class FailingLoopClock(FailingClock[ProbeClock]):
         fault = self.trigger.hit("call_at")
         if fault is not None:
             raise fault
-        return self.inner.call_at(due, callback)  # type: ignore[attr-defined]
+        return self.inner.call_at(due, callback)
 
     call_at_calls = 0
 

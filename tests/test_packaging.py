@@ -13,10 +13,12 @@ wheel's metadata says its extra needs (``model_tests.conformance``: the ``confor
 one (offline), and only when the entry point's extra is tested.
 
 ``bench``, ``examples``, ``tools``, ``tests`` and ``model_tests/tests`` belong to the repository,
-not to the installed library: ``python -m bench``, ``examples.demo`` and ``tools.diagrams`` are
-documented as run from the repository root (they read and write the checkout's ``docs/`` and
-``bench/``), so they are not in the wheel and not run here; the last test fails if a page of
-the documentation names a ``python -m`` of the four layers that this file does not run.
+not to the installed library (and so, until it serves the whole SQS API, does ``server``, the
+SQS endpoint, run from the checkout with its ``server`` extra): ``python -m bench``,
+``examples.demo`` and ``tools.diagrams`` are documented as run from the repository root (they
+read and write the checkout's ``docs/`` and ``bench/``), so they are not in the wheel and not
+run here; the last test fails if a page of the documentation names a ``python -m`` of the four
+layers that this file does not run.
 """
 
 from __future__ import annotations
@@ -43,7 +45,7 @@ from packaging.utils import canonicalize_name
 ROOT = Path(__file__).resolve().parent.parent
 SHIPPED = {"spec", "impl", "model_tests", "tla"}
 #: Top-level packages of the repository that the wheel leaves out (see the module docstring).
-REPOSITORY_ONLY = {"bench", "examples", "tools", "tests"}
+REPOSITORY_ONLY = {"bench", "examples", "server", "tools", "tests"}
 PROJECT = canonicalize_name("sqs-queue-reference")
 
 #: Each ``python -m`` of the four layers that the documentation names: the extra it needs (from
