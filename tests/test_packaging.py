@@ -57,6 +57,7 @@ ENTRY_POINTS: dict[str, tuple[str | None, tuple[str, ...]]] = {
     "tla.effects": (None, ("--check",)),
     "model_tests.harness": (None, ("--target",)),
     "model_tests.schedule": (None, ("--program", "--mutant", "--preemptions", "--replay")),
+    "model_tests.aio": (None, ("--program", "--mutant", "--bound", "--replay")),
     "model_tests.conformance": (
         "conformance",
         ("--endpoint", "--fifo", "--profile", "--scenarios", "--report", "--wait-time"),
