@@ -1,32 +1,36 @@
 """``python -m model_tests.conformance``: run the SQS profile's scenarios on an endpoint and judge.
 
-    python -m model_tests.conformance --endpoint impl|impl-fifo|moto|moto-server|URL [--fifo]
+    python -m model_tests.conformance --endpoint impl|impl-fifo|moto|moto-server|server|
+        server-real|URL [--fifo]
         [--profile strict|sqs-standard|sqs-fifo] [--scenarios N] [--seed S]
         [--scenarios-file F.jsonl] [--probes] [--json PATH] [--junit PATH] [--report PATH]
         [--yes] [--no-shrink] [--wait-time SECONDS]
     python -m model_tests.conformance --docs docs/conformance.md
 
 Generated scenarios (:func:`model_tests.conformance.profile.sqs_scenarios`, the same ones for a
-seed) or the scenarios of ``--scenarios-file`` (JSON lines in the harness's format, each
-checked against the SQS profile; every line refused is named with why, and nothing runs), and
-with ``--probes`` the probes (:data:`model_tests.conformance.report.PROBES`), run on the
-endpoint; the relaxed oracle explains every divergence, groups them, shrinks one per group
+seed) or the scenarios of ``--scenarios-file`` (JSON lines in the harness's format, each checked
+against the SQS profile; every line refused is named with why, and nothing runs), and with
+``--probes`` the probes (:data:`model_tests.conformance.report.PROBES`), run on the endpoint;
+the relaxed oracle explains every divergence, groups them, shrinks one per group
 (:mod:`model_tests.conformance.report`). The summary goes to standard output; ``--report``
 writes it as Markdown, ``--json`` as data and ``--junit`` as JUnit XML
-(:mod:`model_tests.conformance.output`). Exit status: 0 when the profile (default: ``strict``
-on ``impl``, ``sqs-standard``, or ``sqs-fifo`` with ``--fifo``) admits everything seen, 1 when
-it does not, 2 for an error (bad arguments, a refused scenario, an endpoint that fails, Ctrl-C)
-or no verdict.
+(:mod:`model_tests.conformance.output`). Exit status: 0 when the profile (default: ``strict`` on
+``impl`` and ``server``, ``sqs-standard``, or ``sqs-fifo`` with ``--fifo``) admits everything
+seen, 1 when it does not, 2 for an error (bad arguments, a refused scenario, an endpoint that
+fails, Ctrl-C) or no verdict.
 
 ``--endpoint impl`` (``impl-fifo``) is the project's own queue in-process
-(:mod:`model_tests.conformance.local`). Before anything is created on an SQS endpoint, the run
-prints the account (STS ``GetCallerIdentity``; for an endpoint without STS, that it is unknown)
-and the region, the queues it creates and deletes and at most how many requests it makes
-(:mod:`model_tests.conformance.plan`); an endpoint that is not local (not impl, moto, or a URL
-on localhost, 127.0.0.0/8 or ::1) needs ``--yes``, else the run stops there with status 2.
-Every ``kit-*`` queue of the run is deleted at the end, after an error, Ctrl-C or SIGTERM too.
+(:mod:`model_tests.conformance.local`); ``--endpoint server`` is the project's SQS server
+(``server/``) over HTTP on its fake clock (``advance`` moves it: no sleeping), ``server-real``
+the same on the real clock; both are judged ``strict`` by default. Before anything is created on
+an SQS endpoint, the run prints the account (STS ``GetCallerIdentity``; for an endpoint without
+STS, that it is unknown) and the region, the queues it creates and deletes and at most how many
+requests it makes (:mod:`model_tests.conformance.plan`); an endpoint that is not local (not
+impl, moto, or a URL on localhost, 127.0.0.0/8 or ::1) needs ``--yes``, else the run stops there
+with status 2. Every ``kit-*`` queue of the run is deleted at the end, after an error, Ctrl-C or
+SIGTERM too.
 
-``--wait-time SECONDS`` (1..20, URL endpoints only) makes every receive a long poll:
+``--wait-time SECONDS`` (1..20, not on moto) makes every receive a long poll:
 ``WaitTimeSeconds`` > 0 queries all of SQS's servers instead of a sample, so fewer receives
 come back short or empty; but a receive that finds nothing waits that long, in real time the
 scenario does not count (see :mod:`model_tests.conformance.sqs`, "Running against a real
@@ -179,8 +183,10 @@ def parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--endpoint",
         default="moto",
-        help="impl or impl-fifo (the project's own queue in-process, profile strict), moto "
-        "(in-process), moto-server (ThreadedMotoServer on 127.0.0.1) or an http(s) URL "
+        help="impl or impl-fifo (the project's own queue in-process, profile strict), server "
+        "or server-real (the project's SQS server over HTTP on its fake or the real clock, "
+        "profile strict), moto (in-process), moto-server (ThreadedMotoServer on 127.0.0.1) or "
+        "an http(s) URL "
         "(credentials from the boto3 chain, region from AWS_REGION or AWS_DEFAULT_REGION; "
         "real time; --yes unless on localhost)",
     )
@@ -188,8 +194,8 @@ def parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--profile",
         choices=sorted(PROFILES),
-        help="what the endpoint is allowed (default: strict on impl, sqs-standard, or sqs-fifo "
-        "with --fifo)",
+        help="what the endpoint is allowed (default: strict on impl and server, sqs-standard, "
+        "or sqs-fifo with --fifo)",
     )
     parser.add_argument("--scenarios", type=int, default=100, help="how many to generate")
     parser.add_argument("--seed", type=int, default=0, help="the generator's seed")

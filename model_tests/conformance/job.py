@@ -43,8 +43,11 @@ QUEUE_ATTRIBUTES: Final = ("visibility_timeout", "max_receives", "delay", "fifo"
 
 def default_profile(endpoint: str, fifo: bool) -> str:
     """The profile a run is judged by unless ``--profile`` says: ``strict`` for the project's
-    own queue (an in-process target), else what AWS documents for the queue type."""
-    if is_target(endpoint):
+    own queue (an in-process target, or this project's server over HTTP), else what AWS
+    documents for the queue type."""
+    from model_tests.conformance.sqs import SERVER_ENDPOINTS
+
+    if is_target(endpoint) or endpoint in SERVER_ENDPOINTS:
         return "strict"
     return "sqs-fifo" if fifo else "sqs-standard"
 

@@ -10,7 +10,7 @@ must give the model's outputs on every scenario of the SQS profile.
 
 :data:`LOCAL_TARGETS` maps each such name to the target's constructor; a test may add one (a
 broken queue) to see the CLI judge it. :func:`is_local` says which endpoints need no ``--yes``:
-these, moto, moto-server and a URL on the loopback host.
+these, moto, moto-server, this project's server and a URL on the loopback host.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from collections.abc import Callable
 from typing import Final
 from urllib.parse import urlsplit
 
-from model_tests.conformance.sqs import ENDPOINTS
+from model_tests.conformance.sqs import NAMED_ENDPOINTS
 from model_tests.scenario_format import QueueConfig, Scenario
 from model_tests.targets import ImplTarget, Output, Target, run_scenario
 
@@ -51,9 +51,10 @@ def runner(endpoint: str) -> Callable[[Scenario], list[Output]]:
 
 
 def is_local(endpoint: str) -> bool:
-    """Whether ``endpoint`` runs on this machine: an in-process target, moto, moto-server, or
-    an http(s) URL whose host is ``localhost`` or a loopback address (127.0.0.0/8, ::1)."""
-    if is_target(endpoint) or endpoint in ENDPOINTS:
+    """Whether ``endpoint`` runs on this machine: an in-process target, moto, moto-server, this
+    project's server (``server``, ``server-real``), or an http(s) URL whose host is
+    ``localhost`` or a loopback address (127.0.0.0/8, ::1)."""
+    if is_target(endpoint) or endpoint in NAMED_ENDPOINTS:
         return True
     if not endpoint.startswith(("http://", "https://")):
         return False

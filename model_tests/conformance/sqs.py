@@ -7,6 +7,10 @@ target). Endpoints (:func:`open_endpoint`):
 - ``"moto"``: moto's in-process ``mock_aws``;
 - ``"moto-server"``: a ``moto.server.ThreadedMotoServer`` on 127.0.0.1 (a free port), a real
   HTTP peer, started and stopped with the endpoint;
+- ``"server"``: this project's own SQS endpoint (``server.serve(port=0, clock="fake")``) on
+  127.0.0.1 over HTTP, started and stopped with the endpoint; ``advance`` moves the server's
+  fake clock (``Endpoint.advance``), so nothing sleeps;
+- ``"server-real"``: the same server on the real clock; ``advance`` sleeps (:class:`WallClock`);
 - an ``http://`` or ``https://`` URL (real SQS, ElasticMQ, LocalStack...): region and
   credentials from the usual boto3 chain; real time.
 
@@ -75,7 +79,10 @@ a message received with visibility 5 is received again, ``ApproximateReceiveCoun
 time, moves by ``dt`` on ``advance`` and ticks 1 microsecond per read: a frozen clock would never
 show again a message released with visibility 0 (moto needs ``now > visible_at``). For a URL
 endpoint :class:`WallClock` sleeps until the scenario's time (its start plus every ``dt``), whole
-seconds only: the only place the kit sleeps, and never in tests.
+seconds only: the only place the kit sleeps, and never in tests. This project's server on its
+fake clock (``"server"``) needs no patching: :class:`ControlledClock` moves it by ``dt`` through
+the server's own time control (``Endpoint.advance``); ``"server-real"`` runs on the real clock
+and :class:`WallClock` sleeps, as for a URL.
 
 **Running against a real endpoint** (a URL: real SQS, ElasticMQ, LocalStack; never in CI):
 
@@ -176,8 +183,12 @@ MOTO_REGION: Final = "us-east-1"
 RECEIPT_ERRORS: Final = frozenset({"ReceiptHandleIsInvalid", "MessageNotInflight"})
 #: The longest long poll SQS allows (``WaitTimeSeconds``), seconds.
 MAX_WAIT_TIME: Final = 20
-#: The endpoint names other than URLs.
+#: The moto endpoint names (moto's clock is patched; no long polling).
 ENDPOINTS: Final = ("moto", "moto-server")
+#: This project's own server (``server/``): on its fake clock, and on the real clock.
+SERVER_ENDPOINTS: Final = ("server", "server-real")
+#: Every endpoint name other than a URL.
+NAMED_ENDPOINTS: Final = (*ENDPOINTS, *SERVER_ENDPOINTS)
 #: Error codes that say a queue does not exist (deleted already, or never created).
 GONE: Final = frozenset({"QueueDoesNotExist", "NonExistentQueue"})
 #: boto3's retries for the judged calls: none (one attempt), since a retried call is another
@@ -276,6 +287,28 @@ class WallClock:
         self._sleep(max(0.0, self._start + self._elapsed - self._monotonic()))
 
 
+class TimeControl(Protocol):
+    """What the kit needs of an endpoint whose time it controls: ``server.serve``'s
+    ``Endpoint`` on the fake clock."""
+
+    def advance(self, seconds: float) -> object: ...
+
+
+class ControlledClock:
+    """An endpoint's own fake clock (this project's server): ``advance`` moves it through the
+    endpoint's time control, at once; nothing sleeps. A scenario's time 0 needs no alignment:
+    the server's timers are relative to its clock, which moves only here."""
+
+    def __init__(self, control: TimeControl) -> None:
+        self._control = control
+
+    def restart(self) -> None:
+        pass
+
+    def advance(self, dt: float) -> None:
+        self._control.advance(dt)
+
+
 # -- endpoints -----------------------------------------------------------------------------------
 
 
@@ -359,8 +392,8 @@ def _moto_client(endpoint_url: str | None = None) -> Any:
     import boto3  # type: ignore[import-untyped]
     from botocore.config import Config  # type: ignore[import-untyped]
 
-    # moto accepts any credentials; fixed ones keep the user's real ones out of the run, and no
-    # retries keep a refused call from being made twice.
+    # moto (and this project's server) accepts any credentials; fixed ones keep the user's
+    # real ones out of the run, and no retries keep a refused call from being made twice.
     return boto3.client(
         "sqs",
         region_name=MOTO_REGION,
@@ -439,7 +472,7 @@ def caller_identity(endpoint: SqsEndpoint) -> tuple[str | None, str]:
 
     config = Config(retries=dict(JUDGED_RETRIES), connect_timeout=5, read_timeout=10)
     params: dict[str, Any] = {"region_name": endpoint.region or MOTO_REGION, "config": config}
-    if endpoint.name in ENDPOINTS:
+    if endpoint.name in NAMED_ENDPOINTS:
         params.update(aws_access_key_id="kit", aws_secret_access_key="kit")
     if endpoint.url is not None and _host_region(endpoint.url) is None:
         params["endpoint_url"] = endpoint.url
@@ -453,7 +486,7 @@ def caller_identity(endpoint: SqsEndpoint) -> tuple[str | None, str]:
 
 def check_wait_time(endpoint: str, wait_time: int) -> None:
     """Raise ``TypeError``/``ValueError`` naming ``wait_time`` unless ``endpoint`` can long-poll
-    for that long (whole seconds 0..20; 0 everywhere, more only on a URL endpoint)."""
+    for that long (whole seconds 0..20; 0 everywhere, more on any endpoint but moto's)."""
     if isinstance(wait_time, bool) or not isinstance(wait_time, int):
         raise TypeError(f"wait_time must be whole seconds, got {type(wait_time).__name__}")
     if not 0 <= wait_time <= MAX_WAIT_TIME:
@@ -471,11 +504,11 @@ def check_wait_time(endpoint: str, wait_time: int) -> None:
 
 @contextlib.contextmanager
 def open_endpoint(endpoint: str, *, wait_time: int = 0) -> Iterator[SqsEndpoint]:
-    """Open ``endpoint`` (``"moto"``, ``"moto-server"`` or an http(s) URL) for the ``with``
-    block; a moto endpoint's clock is patched in for that long, a server stopped after it.
-    ``wait_time`` > 0 (URL endpoints only) makes every receive a long poll of that many
-    seconds (:func:`check_wait_time`)."""
-    if endpoint in ENDPOINTS or endpoint.startswith(("http://", "https://")):
+    """Open ``endpoint`` (``"moto"``, ``"moto-server"``, ``"server"``, ``"server-real"`` or an
+    http(s) URL) for the ``with`` block; a moto endpoint's clock is patched in for that long, a
+    server stopped after it. ``wait_time`` > 0 (not on moto) makes every receive a long poll of
+    that many seconds (:func:`check_wait_time`)."""
+    if endpoint in NAMED_ENDPOINTS or endpoint.startswith(("http://", "https://")):
         check_wait_time(endpoint, wait_time)
     if endpoint == "moto":
         import moto
@@ -505,6 +538,8 @@ def open_endpoint(endpoint: str, *, wait_time: int = 0) -> Iterator[SqsEndpoint]
                     server.stop()
         finally:
             log.setLevel(level)
+    elif endpoint in SERVER_ENDPOINTS:
+        yield from _server_endpoint(endpoint, wait_time)
     elif endpoint.startswith(("http://", "https://")):
         region = region_of(endpoint)
         client, admin = _url_clients(endpoint, region)
@@ -515,8 +550,31 @@ def open_endpoint(endpoint: str, *, wait_time: int = 0) -> Iterator[SqsEndpoint]
         )
     else:
         raise ValueError(
-            f"endpoint must be one of {', '.join(ENDPOINTS)} or an http(s) URL, got {endpoint!r}"
+            f"endpoint must be one of {', '.join(NAMED_ENDPOINTS)} or an http(s) URL, "
+            f"got {endpoint!r}"
         )
+
+
+def _server_endpoint(endpoint: str, wait_time: int) -> Iterator[SqsEndpoint]:
+    """This project's server on 127.0.0.1 (a free port) for the endpoint's lifetime: on its
+    fake clock (``"server"``, ``advance`` moves it) or the real one (``"server-real"``)."""
+    import importlib
+
+    # server/ stays in the repository (the wheel ships model_tests without it): imported by
+    # name, so the kit has no static dependency on it.
+    try:
+        serve: Callable[..., Any] = importlib.import_module("server").serve
+    except (ImportError, AttributeError) as e:
+        raise ValueError(
+            f"endpoint {endpoint!r} needs this repository's server/ package (server.serve): {e}"
+        ) from e
+    fake = endpoint == "server"
+    with serve(host="127.0.0.1", port=0, clock="fake" if fake else "real") as ep:
+        url = str(ep.url)
+        clock: Clock = ControlledClock(ep) if fake else WallClock()
+        opened = SqsEndpoint(endpoint, _moto_client(url), clock, url, wait_time)
+        opened.region = MOTO_REGION
+        yield from _swept(opened)
 
 
 class LeftQueues(RuntimeError):
