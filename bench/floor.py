@@ -52,7 +52,7 @@ from bench.cycle import (
     timed,
 )
 from impl.clock import FakeClock
-from impl.core import MAX_BATCH
+from impl.core import MAX_BATCH, Record
 from impl.queue import Queue
 
 #: The visibility timeout of every cycle: an hour, so nothing expires and no sweep runs.
@@ -332,7 +332,7 @@ def impl_parts(n: int) -> dict[str, float]:
     timer = core.timers[0]
     ids = [f"msg-{i}" for i in range(n)]
     parts = {
-        "record (Record, 7 slots)": float(sys.getsizeof(rec)),
+        f"record (Record, {len(Record.__slots__)} slots)": float(sys.getsizeof(rec)),
         "receipt (Receipt, kept for OneLiveReceipt)": float(sys.getsizeof(rec.receipt)),
         "timer (Timer, a 4-tuple)": float(sys.getsizeof(timer)),
         "id (str)": float(sys.getsizeof(rec.id)),

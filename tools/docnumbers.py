@@ -411,6 +411,10 @@ FLOOR_RUNS: Final = {
 FLOOR_SYSTEMS: Final = {"queue": "queue.Queue", "floor": "floor", "impl": "impl.Queue"}
 
 
+#: How cProfile names a builtin function of the ``builtins`` module.
+BUILTIN: Final = "<built-in method builtins."
+
+
 def floor_facts(record: dict[str, Any]) -> dict[str, str]:
     """The facts of a recorded ``python -m bench.floor --json`` run, rounded as it prints them:
     ``floor.RUN.SYSTEM`` (cycles or messages per second) and ``floor.RUN.SYSTEM.ratio`` (to
@@ -418,7 +422,8 @@ def floor_facts(record: dict[str, Any]) -> dict[str, str]:
     SYSTEM in ``queue``, ``floor``, ``impl``; ``floor.RUN.impl_floor``; ``floor.memory.floor``,
     ``floor.memory.impl``, ``floor.part.NAME`` (bytes, one decimal: ``record``, ``receipt``,
     ``timer``, ``id``, ...) and ``floor.parts.sum``; ``floor.profile.FUNCTION``, the percent
-    of own time of each ``impl/`` function profiled; ``floor.n``, ``floor.repeat``."""
+    of own time of each ``impl/`` function profiled (``floor.profile.builtin.NAME`` of a
+    builtin); ``floor.n``, ``floor.repeat``."""
     out = {"floor.n": str(record["n"]), "floor.repeat": str(record["repeat"])}
     for short, name in FLOOR_RUNS.items():
         rates = record[name]
@@ -435,6 +440,11 @@ def floor_facts(record: dict[str, Any]) -> dict[str, str]:
     for function, share in record["profile"]:
         if function.startswith("impl/"):
             out[f"floor.profile.{function.rpartition(':')[2]}"] = f"{100 * share:.1f}"
+        elif function.startswith(BUILTIN):
+            # A builtin's own time (``len``: mostly ``Core.check``'s counts) as
+            # ``floor.profile.builtin.NAME``.
+            name = function.removeprefix(BUILTIN).rstrip(">")
+            out[f"floor.profile.builtin.{name}"] = f"{100 * share:.1f}"
     return out
 
 
