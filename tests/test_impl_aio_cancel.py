@@ -1,0 +1,679 @@
+"""Cancellation and timeouts of the asyncio shell at every await point it reaches.
+
+The promise of ``impl/aio.py`` (docs/contract.md section 8): a waiting operation takes its step
+in its own task after it wakes, with no ``await`` between that step and its return, so an
+operation cancelled at any await (``Task.cancel``, ``asyncio.timeout``, ``asyncio.wait_for``,
+the queue's own ``timeout=``, a task group that fails) has received or sent nothing, and a
+wakeup it had already been given goes on to the next waiter.
+
+How the await points are found, rather than guessed. Each test builds a *world*: a fresh
+:class:`impl.FakeClock`, a :class:`~model_tests.aio.loop.DeterministicLoop` on it, a queue, a
+few tasks that wait in it (the *target* among other waiters of both kinds) and a *script* of
+actions that make their conditions true one unit at a time (a send, a send and a snatch in the
+same step, a batch, a delete). A run is a sequence of steps: one ready callback of the loop,
+or, when the loop is idle, the script's next action. :func:`sweep` runs the world once with a
+*strike* (a cancel, a clock advance that makes a timeout expire, a task group's failing task)
+after k = 0, 1, 2, ... steps, until the target completes before its strike: so the strike
+lands once at every point the target passes through (not started, waiting on its future,
+woken with its wakeup not yet run, waiting again after losing the race), in the loop's order
+and in other orders (:func:`lifo`, :func:`timers_first`).
+
+The invariants, after every step (the first two) and whenever the loop is idle (the third):
+
+- ``NothingLost``: the ids in the queue are exactly the ids whose sends returned (so a
+  cancelled send sent nothing), each in exactly one state, and ``stats()`` counts them so;
+- ``HeldDeliveries``: every in-flight delivery ``(id, attempt)`` was returned to a task (or is
+  the result of a finished inner task of ``wait_for`` that its caller has not resumed to take
+  yet; none is left when the loop is idle), and every delivery a task holds and has not
+  deleted is still in flight;
+- ``NoSleepingWaiter``: no task waits in a receive while a message is deliverable (FIFO: its
+  group is not locked), none in a send while there is room for it.
+
+No wall time: the loop's time is the fake clock's, and only the tests move it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from typing import Any, Final, cast
+
+import pytest
+
+from impl import AsyncFifoQueue, AsyncQueue, Empty, Entry, FakeClock, Full, Message, ShutDown
+from model_tests.aio.loop import DeterministicLoop, fifo, started
+
+#: The timeout of every timed wait here: the strike of a timeout test advances the clock by it.
+D: Final = 5.0
+
+#: How a target's operation is wrapped: not at all, ``async with asyncio.timeout(D)``,
+#: ``asyncio.wait_for(..., D)``, or the queue's own ``timeout=D``.
+PLAIN: Final = "plain"
+TIMEOUT_CM: Final = "asyncio.timeout"
+WAIT_FOR: Final = "wait_for"
+TIMEOUT_ARG: Final = "timeout="
+WRAPS: Final = (PLAIN, TIMEOUT_CM, WAIT_FOR, TIMEOUT_ARG)
+
+Chooser = Callable[[Sequence[asyncio.Handle]], int]
+
+
+def lifo(ready: Sequence[asyncio.Handle]) -> int:
+    """The newest ready callback first: another order than the real loop's."""
+    return len(ready) - 1
+
+
+def timers_first(ready: Sequence[asyncio.Handle]) -> int:
+    """A loop timer that came due (``asyncio.timeout``, ``wait_for``) before the wakeups that
+    came with it in the same iteration: the other side of the timeout race."""
+    for i, h in enumerate(ready):
+        if isinstance(h, asyncio.TimerHandle):
+            return i
+    return 0
+
+
+CHOOSERS: Final = {"fifo": fifo, "lifo": lifo, "timers_first": timers_first}
+
+
+class Boom(Exception):
+    """The failure of a task group's failing task."""
+
+
+# =============================================================================================
+# A world: a clock, a deterministic loop, a queue, tasks, a script, and the checks
+# =============================================================================================
+
+
+class World:
+    """One run's queue and tasks, and what the tasks were given (see the module docstring)."""
+
+    def __init__(
+        self, *, fifo_queue: bool = False, queue_class: type[Any] | None = None, **queue_kw: Any
+    ) -> None:
+        self.clock = FakeClock()
+        self.loop = DeterministicLoop(self.clock)
+        self.fifo_queue = fifo_queue
+        cls: Any = queue_class or (AsyncFifoQueue if fifo_queue else AsyncQueue)
+        self.q: Any = cls(clock=self.clock, **queue_kw)
+        #: Ids whose sends returned (the queue's answer: a duplicate's earlier id included).
+        self.accepted: set[str] = set()
+        #: Deliveries returned to a task, by (id, attempt), in the order they were returned.
+        self.held: dict[tuple[str, int], Message[str]] = {}
+        #: Deliveries the script deleted.
+        self.deleted: set[tuple[str, int]] = set()
+        #: The task of each operation still running, and what it waits for.
+        self.waiting: dict[asyncio.Task[Any], tuple[str, int]] = {}
+        #: The inner tasks made for ``wait_for``, whose results are in transit to their callers.
+        self.inner: list[asyncio.Task[Any]] = []
+        #: How each named operation ended: "ok", or the exception's class name.
+        self.outcomes: dict[str, str] = {}
+        #: Deliveries each named operation got.
+        self.got: dict[str, list[str]] = {}
+        self.crashes: list[str] = []
+        self.script: list[Callable[[], None]] = []
+        self.target: asyncio.Task[Any] | None = None
+        #: The task whose ``await`` is the queue's future (the target, or its wait_for inner).
+        self.probe: asyncio.Task[Any] | None = None
+        self.probe_name = ""
+
+    # -- tasks --------------------------------------------------------------------------------
+
+    def spawn(self, name: str, coro: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
+        with self.loop.running():
+            return self.loop.create_task(coro, name=name)
+
+    def op(
+        self,
+        name: str,
+        kind: str,
+        n: int,
+        call: Callable[..., Awaitable[Any]],
+        wrap: str = PLAIN,
+        *,
+        target: bool = False,
+    ) -> asyncio.Task[Any]:
+        """A task running one operation (``kind`` "receive" or "send", for ``n`` messages)."""
+        task = self.spawn(name, self._run_op(name, kind, n, call, wrap))
+        if target:
+            self.target = self.probe = task
+            self.probe_name = name
+        return task
+
+    async def _run_op(
+        self, name: str, kind: str, n: int, call: Callable[..., Awaitable[Any]], wrap: str
+    ) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self.waiting[task] = (kind, n)
+        try:
+            if wrap == PLAIN:
+                result = await call()
+            elif wrap == TIMEOUT_CM:
+                async with asyncio.timeout(D):
+                    result = await call()
+            elif wrap == WAIT_FOR:
+                inner = asyncio.ensure_future(call())
+                self.inner.append(inner)
+                if self.probe is task:
+                    self.probe = inner
+                result = await asyncio.wait_for(inner, D)
+            elif wrap == TIMEOUT_ARG:
+                result = await call(timeout=D)
+            else:
+                raise ValueError(f"wrap must be one of {WRAPS}, got {wrap!r}")
+        except asyncio.CancelledError:
+            self.outcomes[name] = "CancelledError"
+            raise
+        except (TimeoutError, Empty, Full, ShutDown) as e:
+            self.outcomes[name] = type(e).__name__
+        except BaseException as e:
+            self.crashes.append(f"{name} died: {e!r}")
+            raise
+        else:
+            # No await between the operation's return and this record: the task holds it.
+            self.outcomes[name] = "ok"
+            self._record(name, result)
+        finally:
+            del self.waiting[task]
+
+    def _record(self, name: str, result: object) -> None:
+        items = result if isinstance(result, list) else [result]
+        got = self.got.setdefault(name, [])
+        for x in items:
+            if isinstance(x, Message):
+                self.held[(x.id, x.attempt)] = x
+                got.append(x.id)
+            elif isinstance(x, str):
+                self.accepted.add(x)
+
+    # -- operations, as zero-argument calls (a wrap may add timeout=) ----------------------------
+
+    def receive(self) -> Callable[..., Awaitable[Any]]:
+        return lambda **kw: self.q.receive(**kw)
+
+    def receive_batch(self, n: int) -> Callable[..., Awaitable[Any]]:
+        return lambda **kw: self.q.receive_batch(n, **kw)
+
+    def anext(self) -> Callable[..., Awaitable[Any]]:
+        # ``async for``'s one step: __anext__ of the queue's iterator (no timeout= of its own).
+        def call(**kw: Any) -> Awaitable[Any]:
+            if kw:
+                raise TypeError("async for takes no timeout")
+            return cast(Awaitable[Any], self.q.__aiter__().__anext__())
+
+        return call
+
+    def send(self, id: str, group: str = "g", **extra: Any) -> Callable[..., Awaitable[Any]]:
+        if self.fifo_queue:
+            return lambda **kw: self.q.send(f"body-{id}", group=group, id=id, **extra, **kw)
+        return lambda **kw: self.q.send(f"body-{id}", id=id, **extra, **kw)
+
+    def send_batch(
+        self, ids: Sequence[str], groups: Sequence[str] | None = None
+    ) -> Callable[..., Awaitable[Any]]:
+        gs = list(groups) if groups is not None else ["g"] * len(ids)
+        if self.fifo_queue:
+            entries = [Entry(f"body-{i}", id=i, group=g) for i, g in zip(ids, gs, strict=True)]
+        else:
+            entries = [Entry(f"body-{i}", id=i) for i in ids]
+        return lambda **kw: self.q.send_batch(entries, **kw)
+
+    # -- script actions (run when the loop is idle) ----------------------------------------------
+
+    def act(self, name: str, body: Callable[[], Coroutine[Any, Any, Any]]) -> None:
+        """Append a script action: a task running ``body`` (which never waits here)."""
+        self.script.append(lambda: self._act_now(name, body))
+
+    def _act_now(self, name: str, body: Callable[[], Coroutine[Any, Any, Any]]) -> None:
+        async def run() -> None:
+            try:
+                await body()
+            except BaseException as e:
+                self.crashes.append(f"script action {name} died: {e!r}")
+                raise
+
+        self.spawn(name, run())
+
+    def act_send(self, id: str, group: str = "g") -> None:
+        async def body() -> None:
+            self._record("script", await self.send(id, group)(block=False))
+
+        self.act(f"send {id}", body)
+
+    def act_send_batch(self, ids: Sequence[str], groups: Sequence[str] | None = None) -> None:
+        async def body() -> None:
+            self._record("script", await self.send_batch(ids, groups)(block=False))
+
+        self.act(f"send_batch {ids}", body)
+
+    def act_send_and_snatch(self, id: str, group: str = "g") -> None:
+        """A send, and in the same step a non-waiting receive that takes the message: the
+        waiter the send woke finds nothing when it runs and waits again."""
+
+        async def body() -> None:
+            self._record("script", await self.send(id, group)(block=False))
+            with contextlib.suppress(Empty):  # only where a waker took it (a mutant hands over)
+                self._record("script", await self.q.receive(block=False))
+
+        self.act(f"send and snatch {id}", body)
+
+    def act_free(self) -> None:
+        """Receive one message and delete it in the same step: one slot freed."""
+
+        async def body() -> None:
+            m = await self.q.receive(block=False)
+            self._record("script", m)
+            assert self.q.delete(m.receipt)
+            self.deleted.add((m.id, m.attempt))
+
+        self.act("free", body)
+
+    def act_free_and_fill(self, id: str, group: str = "g") -> None:
+        """Free one slot and fill it in the same step: the sender it woke finds it full."""
+
+        async def body() -> None:
+            m = await self.q.receive(block=False)
+            self._record("script", m)
+            assert self.q.delete(m.receipt)
+            self.deleted.add((m.id, m.attempt))
+            self._record("script", await self.send(id, group)(block=False))
+
+        self.act(f"free and fill {id}", body)
+
+    def act_delete_oldest(self) -> None:
+        """Delete the oldest delivery a task holds and has not deleted (if any)."""
+
+        def run() -> None:
+            for key, m in self.held.items():
+                if key not in self.deleted:
+                    assert self.q.delete(m.receipt)
+                    self.deleted.add(key)
+                    return
+
+        self.script.append(run)
+
+    # -- running ------------------------------------------------------------------------------
+
+    def setup(self, body: Callable[[], Coroutine[Any, Any, Any]]) -> None:
+        """Run ``body`` to its end before any task of the world exists."""
+        self.loop.run_until_complete(body())
+        self.check_always()
+
+    def step(self, choose: Chooser = fifo) -> bool:
+        """One step (a ready callback, or at idle the script's next action), then the checks;
+        ``False`` if the loop is idle and the script done."""
+        ready = self.loop.ready()
+        if ready:
+            self.loop.run_ready(choose(ready))
+        else:
+            self.check_idle()
+            if not self.script:
+                return False
+            action = self.script.pop(0)
+            with self.loop.running():
+                action()
+        self.check_always()
+        return True
+
+    def finish(self, choose: Chooser = fifo, max_steps: int = 2_000) -> None:
+        for _ in range(max_steps):
+            if not self.step(choose):
+                return
+        raise AssertionError(f"still busy after {max_steps} steps")
+
+    def point(self) -> str:
+        """Where the probed task is: not started, waiting on a pending future, woken (its
+        future resolved, its step not yet run), ready (to run for another reason), done."""
+        t = self.probe
+        if t is None or not started(t):
+            return "not started"
+        if t.done():
+            return "done"
+        fut = getattr(t, "_fut_waiter", None)
+        if fut is None:
+            return "ready"
+        return "woken" if fut.done() else "waiting"
+
+    def close(self) -> None:
+        """End every task where it waits, close the queue and the loop."""
+        loop = self.loop
+        tasks = [*self.waiting, *self.inner]
+        for t in tasks:
+            if not t.done():
+                loop.cancel(t)
+        loop.run_until_idle()
+        with loop.running():
+            self.q.close()
+        loop.run_until_idle()
+        loop.close()
+
+    # -- the checks ---------------------------------------------------------------------------
+
+    def in_transit(self) -> tuple[set[tuple[str, int]], set[str]]:
+        """What finished inner tasks of ``wait_for`` returned that their callers have not
+        taken (yet): deliveries, and ids of accepted sends."""
+        got: set[tuple[str, int]] = set()
+        sent: set[str] = set()
+        for t in self.inner:
+            if t.done() and not t.cancelled() and t.exception() is None:
+                r = t.result()
+                for x in r if isinstance(r, list) else [r]:
+                    if isinstance(x, Message):
+                        got.add((x.id, x.attempt))
+                    elif isinstance(x, str):
+                        sent.add(x)
+        return got - set(self.held), sent - self.accepted
+
+    def check_always(self) -> None:
+        assert not self.loop.errors, self.loop.errors
+        assert not self.crashes, self.crashes
+        self.q._q._check()  # the core's own invariants (Core.check)
+        snap = self.q.snapshot()
+        stats = self.q.stats()
+        # NothingLost: the ids present are exactly the accepted ones, each in one state.
+        groups = {
+            "visible": [m.id for m in snap.visible],
+            "in_flight": [m.id for m in snap.in_flight],
+            "dead": [m.id for m in snap.dead],
+            "delayed": [m.id for m in snap.delayed],
+            "done": sorted(snap.done),
+            "cancelled": sorted(snap.cancelled),
+            "aged_out": sorted(snap.aged_out),
+            "moved": sorted(snap.moved),
+        }
+        every = [id for ids in groups.values() for id in ids]
+        assert len(every) == len(set(every)), f"NothingLost: an id in two states: {groups}"
+        got_on_the_way, sent_on_the_way = self.in_transit()
+        assert self.accepted <= set(every) <= self.accepted | sent_on_the_way, (
+            f"NothingLost: present {sorted(every)} != accepted {sorted(self.accepted)}"
+        )
+        for state, ids in groups.items():
+            assert getattr(stats, state) == len(ids), f"stats().{state} != snapshot: {stats}"
+        # HeldDeliveries: every in-flight delivery is held (or in transit to its holder).
+        flying = {(m.id, m.attempt) for m in snap.in_flight}
+        holders = set(self.held) | got_on_the_way
+        assert flying <= holders, f"HeldDeliveries: {sorted(flying - holders)} held by no task"
+        live = set(self.held) - self.deleted
+        assert live <= flying, f"held deliveries no longer in flight: {sorted(live - flying)}"
+
+    def deliverable(self) -> bool:
+        snap = self.q.snapshot()
+        if not self.fifo_queue:
+            return bool(snap.visible)
+        locked = {m.group for m in snap.in_flight}
+        return any(m.group not in locked for m in snap.visible)
+
+    def room(self, n: int) -> bool:
+        cap = self.q.capacity
+        s = self.q.stats()
+        return cap is None or s.visible + s.in_flight + s.delayed + n <= cap
+
+    def check_idle(self) -> None:
+        assert self.in_transit() == (set(), set()), "a finished operation's result was not taken"
+        for task, (kind, n) in self.waiting.items():
+            if kind == "receive":
+                assert not self.deliverable(), (
+                    f"NoSleepingWaiter: {task.get_name()} waits while a message is "
+                    f"deliverable: {self.q.snapshot()}"
+                )
+            else:
+                assert not self.room(n), (
+                    f"NoSleepingWaiter: {task.get_name()} waits to send {n} while there is "
+                    f"room: {self.q.stats()}"
+                )
+
+
+# =============================================================================================
+# The sweep
+# =============================================================================================
+
+
+def sweep(
+    build: Callable[[], World],
+    strike: Callable[[World], None],
+    choose: Chooser = fifo,
+    max_k: int = 400,
+) -> list[str]:
+    """Run ``build()``'s world with ``strike`` after k steps, for k = 0, 1, ... until the target
+    completes before k steps (checking every run to its end); the points struck, in order."""
+    points: list[str] = []
+    for k in range(max_k):
+        w = build()
+        try:
+            n = 0
+            while n < k and w.step(choose):
+                n += 1
+            assert w.target is not None
+            if w.target.done():
+                w.finish(choose)  # the target ends before any strike: every point was struck
+                return points
+            points.append(w.point())
+            with w.loop.running():
+                strike(w)
+            w.finish(choose)
+            if n < k:  # idle with the script done: the target waits for ever, struck there
+                return points
+        finally:
+            w.close()
+    raise AssertionError(f"the target still runs after {max_k} steps")
+
+
+def cancel_target(w: World) -> None:
+    assert w.target is not None
+    w.loop.cancel(w.target)
+
+
+def expire(w: World) -> None:
+    """The clock reaches every timed wait's end: its timer fires in this very advance."""
+    w.loop.advance(D)
+
+
+# =============================================================================================
+# The worlds
+# =============================================================================================
+
+RECEIVE_KINDS: Final = ("receive", "receive_batch", "async for")
+SEND_KINDS: Final = ("send", "send_batch")
+
+
+def receivers_world(
+    fifo_queue: bool, kind: str, pos: int, wrap: str, queue_class: type[Any] | None = None
+) -> World:
+    """Four receivers (the target at ``pos``) wait on an empty queue; the script sends one
+    that is snatched in the same step (the woken one waits again), one, then a batch of two
+    (two wakeups at once). Three deliverable messages for four receivers: whenever the target
+    is woken another receiver still waits, to be given the wakeup if the target is cancelled.
+    FIFO: the second send is to the snatched message's group, locked until it is deleted."""
+    w = World(fifo_queue=fifo_queue, queue_class=queue_class, visibility_timeout=30.0)
+    for i in range(4):
+        if i == pos:
+            call = {
+                "receive": w.receive(),
+                "receive_batch": w.receive_batch(2),
+                "async for": w.anext(),
+            }[kind]
+            w.op("T", "receive", 1, call, wrap, target=True)
+        else:
+            w.op(f"R{i}", "receive", 1, w.receive())
+    w.act_send_and_snatch("a", group="g")
+    w.act_send("b", group="g")
+    if fifo_queue:
+        w.act_delete_oldest()  # the snatched a: unlocks g (b becomes deliverable)
+    w.act_send_batch(["c", "d"], groups=["h", "k"])
+    return w
+
+
+def senders_world(
+    fifo_queue: bool, kind: str, pos: int, wrap: str, queue_class: type[Any] | None = None
+) -> World:
+    """A full queue (capacity 3) and four senders (the target at ``pos``; a send_batch target
+    sends two); the script frees a slot and fills it in the same step (the woken sender finds
+    it full and waits again), then frees three slots one at a time: fewer than the senders
+    need, so whenever the target is woken another sender still waits."""
+    w = World(fifo_queue=fifo_queue, queue_class=queue_class, capacity=3, visibility_timeout=30.0)
+
+    async def fill() -> None:
+        for i in range(3):
+            w._record("setup", await w.send(f"p{i}", group=f"p{i}")(block=False))
+
+    w.setup(fill)
+    for i in range(4):
+        if i == pos:
+            call = (
+                w.send_batch(["t1", "t2"], groups=["t", "t"])
+                if kind == "send_batch"
+                else w.send("t1", group="t")
+            )
+            w.op("T", "send", 2 if kind == "send_batch" else 1, call, wrap, target=True)
+        else:
+            w.op(f"S{i}", "send", 1, w.send(f"s{i}", group=f"s{i}"))
+    w.act_free_and_fill("x", group="x")
+    for _ in range(3):
+        w.act_free()
+    return w
+
+
+def mixed_fifo_world(target_kind: str, wrap: str) -> World:
+    """A FIFO queue of capacity 2, full, whose one visible message's group is locked: receivers
+    and senders both wait. The script deletes the oldest held delivery, one at a time; each
+    delete frees a slot (a sender's wakeup) and unlocks a group (a receiver's)."""
+    w = World(fifo_queue=True, capacity=2, visibility_timeout=30.0)
+
+    async def fill() -> None:
+        for id in ("g1", "g2"):
+            w._record("setup", await w.send(id, group="g")(block=False))
+        w._record("setup", await w.q.receive(block=False))
+
+    w.setup(fill)
+    w.op("R0", "receive", 1, w.receive())
+    w.op("S0", "send", 1, w.send("s0", group="s0"))
+    if target_kind == "receive":
+        w.op("T", "receive", 1, w.receive(), wrap, target=True)
+    else:
+        w.op("T", "send", 1, w.send("t1", group="t"), wrap, target=True)
+    w.op("R1", "receive", 1, w.receive())
+    w.op("S1", "send", 1, w.send("s1", group="s1"))
+    for _ in range(6):
+        w.act_delete_oldest()
+    return w
+
+
+# =============================================================================================
+# 1. Task.cancel at every await point, every blocking operation, with other waiters
+# =============================================================================================
+
+
+def _assert_swept(points: list[str]) -> None:
+    # The sweep reached the two windows that matter: waiting, and woken before its step.
+    assert "waiting" in points, points
+    assert "woken" in points, points
+
+
+@pytest.mark.parametrize("order", ["fifo", "lifo"])
+@pytest.mark.parametrize("pos", [0, 1, 2, 3])
+@pytest.mark.parametrize("kind", RECEIVE_KINDS)
+@pytest.mark.parametrize("fifo_queue", [False, True], ids=["standard", "fifo"])
+def test_a_receive_cancelled_at_any_await_point_delivers_nothing_and_passes_its_wakeup_on(
+    fifo_queue: bool, kind: str, pos: int, order: str
+) -> None:
+    points = sweep(
+        lambda: receivers_world(fifo_queue, kind, pos, PLAIN), cancel_target, CHOOSERS[order]
+    )
+    _assert_swept(points)
+
+
+@pytest.mark.parametrize("order", ["fifo", "lifo"])
+@pytest.mark.parametrize("pos", [0, 1, 2, 3])
+@pytest.mark.parametrize("kind", SEND_KINDS)
+@pytest.mark.parametrize("fifo_queue", [False, True], ids=["standard", "fifo"])
+def test_a_send_cancelled_at_any_await_point_sends_nothing_and_passes_its_wakeup_on(
+    fifo_queue: bool, kind: str, pos: int, order: str
+) -> None:
+    points = sweep(
+        lambda: senders_world(fifo_queue, kind, pos, PLAIN), cancel_target, CHOOSERS[order]
+    )
+    _assert_swept(points)
+
+
+@pytest.mark.parametrize("order", ["fifo", "lifo"])
+@pytest.mark.parametrize("target_kind", ["receive", "send"])
+def test_cancelled_at_any_point_among_waiting_receivers_and_senders_of_a_fifo_queue(
+    target_kind: str, order: str
+) -> None:
+    points = sweep(lambda: mixed_fifo_world(target_kind, PLAIN), cancel_target, CHOOSERS[order])
+    _assert_swept(points)
+
+
+def test_the_sweep_catches_the_two_teaching_mutants() -> None:
+    # The checks have teeth: a shell whose cancelled woken waiter keeps its wakeup leaves a
+    # receiver (and a sender) asleep beside what it waits for; one whose waker receives on the
+    # waiter's behalf leaves an in-flight message with no task holding it.
+    from model_tests.aio.mutants import HandoffAsyncQueue, NoPassOnAsyncQueue
+
+    with pytest.raises(AssertionError, match="NoSleepingWaiter"):
+        sweep(
+            lambda: receivers_world(False, "receive", 1, PLAIN, NoPassOnAsyncQueue), cancel_target
+        )
+    with pytest.raises(AssertionError, match="NoSleepingWaiter"):
+        sweep(lambda: senders_world(False, "send", 1, PLAIN, NoPassOnAsyncQueue), cancel_target)
+    with pytest.raises(AssertionError, match="HeldDeliveries"):
+        sweep(lambda: receivers_world(False, "receive", 1, PLAIN, HandoffAsyncQueue), cancel_target)
+
+
+# =============================================================================================
+# 2. Timeouts: asyncio.timeout, asyncio.wait_for and timeout= expiring at every await point
+# =============================================================================================
+
+TIMED: Final = (TIMEOUT_CM, WAIT_FOR, TIMEOUT_ARG)
+
+
+@pytest.mark.parametrize("order", ["fifo", "timers_first"])
+@pytest.mark.parametrize("pos", [0, 1, 3])
+@pytest.mark.parametrize(
+    ("kind", "wrap"),
+    [(k, w) for k in RECEIVE_KINDS for w in TIMED if (k, w) != ("async for", TIMEOUT_ARG)],
+)
+@pytest.mark.parametrize("fifo_queue", [False, True], ids=["standard", "fifo"])
+def test_a_receive_whose_timeout_expires_at_any_await_point_delivers_nothing(
+    fifo_queue: bool, kind: str, wrap: str, pos: int, order: str
+) -> None:
+    # async for has no timeout= of its own: only asyncio.timeout and wait_for around it.
+    points = sweep(lambda: receivers_world(fifo_queue, kind, pos, wrap), expire, CHOOSERS[order])
+    _assert_swept(points)
+
+
+@pytest.mark.parametrize("order", ["fifo", "timers_first"])
+@pytest.mark.parametrize("wrap", TIMED)
+@pytest.mark.parametrize("pos", [0, 1, 3])
+@pytest.mark.parametrize("kind", SEND_KINDS)
+@pytest.mark.parametrize("fifo_queue", [False, True], ids=["standard", "fifo"])
+def test_a_send_whose_timeout_expires_at_any_await_point_sends_nothing(
+    fifo_queue: bool, kind: str, pos: int, wrap: str, order: str
+) -> None:
+    points = sweep(lambda: senders_world(fifo_queue, kind, pos, wrap), expire, CHOOSERS[order])
+    _assert_swept(points)
+
+
+@pytest.mark.parametrize("pos", [0, 1, 3])
+@pytest.mark.parametrize("wrap", [TIMEOUT_CM, WAIT_FOR])
+@pytest.mark.parametrize("world", ["receivers", "senders"])
+def test_a_timed_wait_cancelled_from_outside_at_any_point_changes_nothing(
+    world: str, wrap: str, pos: int
+) -> None:
+    # Task.cancel on a task inside asyncio.timeout or wait_for (the outer task of wait_for):
+    # a cancellation that is not the timeout's own.
+    if world == "receivers":
+        points = sweep(lambda: receivers_world(False, "receive", pos, wrap), cancel_target)
+    else:
+        points = sweep(lambda: senders_world(False, "send", pos, wrap), cancel_target)
+    _assert_swept(points)
+
+
+@pytest.mark.parametrize("order", ["fifo", "timers_first"])
+@pytest.mark.parametrize("target_kind", ["receive", "send"])
+@pytest.mark.parametrize("wrap", TIMED)
+def test_timeouts_among_waiting_receivers_and_senders_of_a_fifo_queue(
+    wrap: str, target_kind: str, order: str
+) -> None:
+    points = sweep(lambda: mixed_fifo_world(target_kind, wrap), expire, CHOOSERS[order])
+    _assert_swept(points)
