@@ -34,6 +34,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
+from bench import aio as bench_aio
 from bench import cycle as bench_cycle
 from bench import plot as bench_plot
 from bench import realtime as bench_realtime
@@ -59,6 +60,10 @@ class Sizes:
     redeliveries: int
     vt: float  # visibility timeout of the redelivery benchmark, seconds
     batch_messages: int  # messages per batch-throughput run (and per run of its baseline)
+    aio_cycles: int  # messages per asyncio cycle run (impl.AsyncQueue and asyncio.Queue)
+    aio_thread_cycles: int  # ... against impl.Queue through asyncio.to_thread (a thread hop each)
+    aio_batch_messages: int  # messages per asyncio batch run
+    aio_waiters: int  # receiver tasks waiting at once (idle CPU, wake order, memory)
 
 
 FULL = Sizes(
@@ -76,6 +81,10 @@ FULL = Sizes(
     redeliveries=200,
     vt=0.01,
     batch_messages=48_000,
+    aio_cycles=24_000,
+    aio_thread_cycles=2_400,
+    aio_batch_messages=24_000,
+    aio_waiters=10_000,
 )
 
 QUICK = replace(
@@ -91,6 +100,10 @@ QUICK = replace(
     idle_window=0.25,
     redeliveries=20,
     batch_messages=1_600,
+    aio_cycles=1_600,
+    aio_thread_cycles=160,
+    aio_batch_messages=1_600,
+    aio_waiters=1_000,
 )
 
 #: The batch rows' threads: 4 producers, 4 consumers.
@@ -132,6 +145,8 @@ TARGETS = {
     "cycle_time_largest": Target("ratio", "<=", 1.5, "ratio <= 1.5"),
     "idle_cpu": Target("value", "<=", 10.0, "< 10 ms per 2 s"),
     "redelivery_median": Target("value", "<=", 2.0, "< 2 ms"),
+    # The asyncio shell's send + receive + delete against asyncio.Queue's put + get.
+    "aio_1x1_vs_asyncio": Target("ratio", ">=", 0.5, "ratio >= 0.5"),
 }
 
 
@@ -405,6 +420,8 @@ def run(sizes: Sizes, repeat: int) -> tuple[list[Row], dict[str, Any]]:
     rows += scale_rows + expiry_and_memory(sizes, repeat)
     progress("real-clock behaviour")
     rows += realtime(sizes, repeat)
+    progress("asyncio shell")
+    rows += bench_aio.rows(sizes, repeat)
     series = {
         "threads": [list(c) for c in sizes.threads],
         "throughput": thr,

@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+import bench.aio as bench_aio
 import bench.icount as icount
 import bench.leak as leak
 from bench.cycle import BatchRun, impl_batch_run, one_cpu, optional
@@ -42,6 +43,15 @@ EXPECTED_KEYS = {
     "redelivery_median",
     "redelivery_p99",
     "batch_4x4_vs_queue",
+    # The asyncio shell (bench.aio).
+    "aio_1x1_vs_asyncio",
+    "aio_4x4_vs_asyncio",
+    "aio_batch_4x4_vs_asyncio",
+    "aio_1x1_vs_to_thread",
+    "aio_4x4_vs_to_thread",
+    "aio_idle_cpu",
+    "aio_wake_in_order",
+    "aio_memory_per_waiter",
 }
 
 
@@ -287,3 +297,50 @@ def test_leak_command_prints_each_figure_beside_the_closed_baseline() -> None:
             "VmSize after 200 never-closed queues",
         } <= set(rows)
     assert "- ResourceWarnings: 200 (closed: 0)" in proc.stdout
+
+
+# -- bench.aio: the asyncio shell beside asyncio.Queue -------------------------------------------
+
+
+def test_aio_rows_name_their_asyncio_baselines(quick_run: dict[str, Any]) -> None:
+    rows = {r["key"]: r for r in quick_run["report"]["rows"]}
+    for key in ("aio_1x1_vs_asyncio", "aio_4x4_vs_asyncio", "aio_batch_4x4_vs_asyncio"):
+        assert rows[key]["baseline_name"].startswith("asyncio.Queue put+get"), rows[key]
+        runs = rows[key]["note"].split("ratio of each run: ")[1].split(", ")
+        assert len(runs) == quick_run["report"]["repeat"], rows[key]
+    for key in ("aio_1x1_vs_to_thread", "aio_4x4_vs_to_thread"):
+        assert rows[key]["baseline_name"].startswith("impl.Queue via asyncio.to_thread"), rows[key]
+    assert rows["aio_1x1_vs_asyncio"]["target"] == TARGETS["aio_1x1_vs_asyncio"].text
+    assert "the k-th to wait got the k-th message" in rows["aio_wake_in_order"]["note"]
+
+
+@pytest.mark.parametrize(("p", "c"), [(1, 1), (4, 4), (2, 3)])
+def test_aio_workloads_finish_every_message(p: int, c: int) -> None:
+    # Each workload raises unless every message was sent, delivered and deleted (batches:
+    # each exactly once); a rate comes back only then.
+    assert bench_aio.aio_cycles(120, p, c) > 0
+    assert bench_aio.asyncio_cycles(120, p, c) > 0
+    assert bench_aio.to_thread_cycles(12 * p * c, p, c) > 0
+
+
+def test_aio_batches_deliver_each_message_exactly_once() -> None:
+    assert bench_aio.aio_batches(400, 4, 4) > 0
+    with pytest.raises(ValueError, match="multiple of 4 producers x batches of 10"):
+        bench_aio.aio_batches(60, 4, 4)
+
+
+def test_aio_waiters_are_woken_in_the_order_they_waited() -> None:
+    for run in (bench_aio.aio_waiters(200, 50, 0.01), bench_aio.asyncio_waiters(200, 0.01)):
+        assert run.wake_seconds > 0 and run.bytes_per_waiter > 0 and run.idle_cpu >= 0
+
+
+def test_aio_order_check_catches_a_waiter_woken_out_of_turn() -> None:
+    bench_aio._check_order([(0, "a"), (1, "b")], ["a", "b"], "q")
+    with pytest.raises(RuntimeError, match="not woken in order"):
+        bench_aio._check_order([(1, "a"), (0, "b")], ["a", "b"], "q")
+
+
+def test_aio_profile_names_the_shell_and_the_core() -> None:
+    text = bench_aio.format_profile(400)
+    assert "impl/aio.py" in text and "impl/core.py" in text
+    assert "asyncio.Queue" in text and "1/1 target" in text
