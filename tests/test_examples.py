@@ -7,6 +7,7 @@ FakeClock: nothing waits for real time.
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import sys
 import threading
@@ -14,7 +15,15 @@ from pathlib import Path
 
 import pytest
 
-from examples import consumer, dead_letter_queues, dead_letters, effect_once, idempotent, redelivery
+from examples import (
+    async_consumer,
+    consumer,
+    dead_letter_queues,
+    dead_letters,
+    effect_once,
+    idempotent,
+    redelivery,
+)
 from examples.effect_once import CarelessStore, EffectStore
 from impl import FakeClock, Queue, RedriveStatus, Stats
 from model_tests.support import BOUND
@@ -204,6 +213,38 @@ def test_effect_once_under_the_duplicate_race_wherever_the_first_consumer_is_slo
     assert first_deleted == [False]  # the slow consumer's receipt went stale at the release
 
 
+def test_async_consumer_charges_each_order_once_though_order_2_is_delivered_twice(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    log, stats = asyncio.run(async_consumer.main())
+    # order-2's first consumer charged it and did not delete it; the loop timer (no sweep())
+    # redelivered it when the fake clock passed the visibility timeout; attempt 2 found it done.
+    assert log == [
+        "order-1 #1: charged",
+        "order-2 #1: charged",
+        "order-3 #1: charged",
+        "order-2 #2: already",
+    ]
+    # Every message deleted with its receipt, and `async for` ended after the shutdown drained.
+    assert stats == Stats(visible=0, in_flight=0, done=3, cancelled=0, dead=0)
+    assert capsys.readouterr().out.splitlines()[:4] == log
+
+
+def test_async_consumer_runs_as_a_script_with_nothing_installed() -> None:
+    # `python3 examples/async_consumer.py`, with -S as for dead_letter_queues above.
+    done = subprocess.run(
+        [sys.executable, "-S", "examples/async_consumer.py"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == ""
+    assert done.stdout.splitlines()[3] == "order-2 #2: already"
+
+
 @pytest.mark.parametrize(
     ("name", "last_line"),
     [
@@ -216,6 +257,11 @@ def test_effect_once_under_the_duplicate_race_wherever_the_first_consumer_is_slo
         ("idempotent", "shipped: ['PARCEL 42']"),
         ("dead_letters", "processed: [1, 2]; dead letters: [('poison', 3)]"),
         ("effect_once", "careless store: effect applied 2x; deletes returned [True, False]"),
+        (
+            "async_consumer",
+            "Stats(visible=0, in_flight=0, done=3, cancelled=0, dead=0, delayed=0, aged_out=0, "
+            "moved=0)",
+        ),
         (
             "dead_letter_queues",
             "orders-dlq: Stats(visible=0, in_flight=0, done=0, cancelled=0, dead=0, delayed=0, "
