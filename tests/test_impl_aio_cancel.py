@@ -114,7 +114,10 @@ class World:
         self.target: asyncio.Task[Any] | None = None
         #: The task whose ``await`` is the queue's future (the target, or its wait_for inner).
         self.probe: asyncio.Task[Any] | None = None
-        self.probe_name = ""
+        #: Instead of one probe, the members of a task group (their points, joined).
+        self.members: list[asyncio.Task[Any]] = []
+        #: What a task group's failing task waits for (opened by the strike).
+        self.gate: asyncio.Future[None] | None = None
 
     # -- tasks --------------------------------------------------------------------------------
 
@@ -136,7 +139,6 @@ class World:
         task = self.spawn(name, self._run_op(name, kind, n, call, wrap))
         if target:
             self.target = self.probe = task
-            self.probe_name = name
         return task
 
     async def _run_op(
@@ -163,6 +165,9 @@ class World:
                 raise ValueError(f"wrap must be one of {WRAPS}, got {wrap!r}")
         except asyncio.CancelledError:
             self.outcomes[name] = "CancelledError"
+            raise
+        except Boom:
+            self.outcomes[name] = "Boom"
             raise
         except (TimeoutError, Empty, Full, ShutDown) as e:
             self.outcomes[name] = type(e).__name__
@@ -219,6 +224,15 @@ class World:
         return lambda **kw: self.q.send_batch(entries, **kw)
 
     # -- script actions (run when the loop is idle) ----------------------------------------------
+
+    def later(self, name: str, kind: str, n: int, call: Callable[..., Awaitable[Any]]) -> None:
+        """Append a script action that starts an operation's task: it begins to wait behind
+        every task that waits by then."""
+
+        def start() -> None:
+            self.op(name, kind, n, call)
+
+        self.script.append(start)
 
     def act(self, name: str, body: Callable[[], Coroutine[Any, Any, Any]]) -> None:
         """Append a script action: a task running ``body`` (which never waits here)."""
@@ -322,22 +336,17 @@ class World:
         raise AssertionError(f"still busy after {max_steps} steps")
 
     def point(self) -> str:
-        """Where the probed task is: not started, waiting on a pending future, woken (its
-        future resolved, its step not yet run), ready (to run for another reason), done."""
-        t = self.probe
-        if t is None or not started(t):
-            return "not started"
-        if t.done():
-            return "done"
-        fut = getattr(t, "_fut_waiter", None)
-        if fut is None:
-            return "ready"
-        return "woken" if fut.done() else "waiting"
+        """Where the probed task is (the group's members: each, joined by commas)."""
+        if self.members:
+            return ",".join(_point(t) for t in self.members)
+        return _point(self.probe)
 
     def close(self) -> None:
         """End every task where it waits, close the queue and the loop."""
         loop = self.loop
-        tasks = [*self.waiting, *self.inner]
+        tasks = [*self.waiting, *self.inner, *self.members]
+        if self.target is not None:
+            tasks.append(self.target)
         for t in tasks:
             if not t.done():
                 loop.cancel(t)
@@ -421,6 +430,19 @@ class World:
                     f"NoSleepingWaiter: {task.get_name()} waits to send {n} while there is "
                     f"room: {self.q.stats()}"
                 )
+
+
+def _point(t: asyncio.Task[Any] | None) -> str:
+    """Where a task is: not started, waiting on a pending future, woken (its future resolved,
+    its step not yet run), ready (to run for another reason), done."""
+    if t is None or not started(t):
+        return "not started"
+    if t.done():
+        return "done"
+    fut = getattr(t, "_fut_waiter", None)
+    if fut is None:
+        return "ready"
+    return "woken" if fut.done() else "waiting"
 
 
 # =============================================================================================
@@ -677,3 +699,214 @@ def test_timeouts_among_waiting_receivers_and_senders_of_a_fifo_queue(
 ) -> None:
     points = sweep(lambda: mixed_fifo_world(target_kind, wrap), expire, CHOOSERS[order])
     _assert_swept(points)
+
+
+# -- the race: the timeout fires in the same loop iteration as the wakeup -----------------------
+
+
+def _race_world(kind: str, wrap: str) -> World:
+    """T (``wrap``-ped, its timeout due at D) and then O wait (O from the script's first action,
+    so behind T even when T's wait is wait_for's inner task); at D the clock also makes what
+    they wait for available (a receive: a message sent with delay D becomes visible; a send:
+    a message with retention D ages out and frees the one slot). The script's second
+    action advances the clock to D, so the queue's timer wakes T in the same advance in which T's
+    timeout comes due."""
+    if kind == "receive":
+        w = World(visibility_timeout=30.0)
+
+        async def delayed() -> None:
+            w._record("setup", await w.q.send("later", id="m", delay=D))
+
+        w.setup(delayed)
+        w.op("T", "receive", 1, w.receive(), wrap, target=True)
+        w.later("O", "receive", 1, w.receive())
+    else:
+        w = World(capacity=1, retention=D, visibility_timeout=30.0)
+
+        async def full() -> None:
+            w._record("setup", await w.q.send("old", id="old"))
+
+        w.setup(full)
+        w.op("T", "send", 1, w.send("t1"), wrap, target=True)
+        w.later("O", "send", 1, w.send("o1"))
+    w.script.append(lambda: w.loop.advance(D))
+    return w
+
+
+@pytest.mark.parametrize("kind", ["receive", "send"])
+@pytest.mark.parametrize("wrap", [TIMEOUT_CM, WAIT_FOR])
+def test_a_timeout_due_in_the_same_iteration_as_the_wakeup_either_wins_and_nothing_is_lost(
+    wrap: str, kind: str
+) -> None:
+    # Each order of the loop decides the race one way: the woken task's step first (it takes
+    # what it was woken for and its timeout is disarmed), or the timeout first (the task
+    # raises TimeoutError having taken nothing, and its wakeup goes on to O, which takes it).
+    outcomes = set()
+    for name, order in CHOOSERS.items():
+        w = _race_world(kind, wrap)
+        try:
+            w.finish(order)
+            t, o = w.outcomes.get("T"), w.outcomes.get("O")
+            if t == "ok":
+                assert o is None, (name, w.outcomes)  # O still waits, and may: nothing left
+            else:
+                assert (t, o) == ("TimeoutError", "ok"), (name, w.outcomes)
+            outcomes.add(t)
+        finally:
+            w.close()
+    assert outcomes == {"ok", "TimeoutError"}, "the race was not run both ways"
+
+
+@pytest.mark.parametrize("kind", ["receive", "send"])
+@pytest.mark.parametrize("order", list(CHOOSERS))
+def test_the_queues_own_timeout_due_with_the_wakeup_loses_to_the_step(
+    kind: str, order: str
+) -> None:
+    # timeout= is a timer of the queue's clock: when it and the wakeup come due together the
+    # task runs once and takes its step before it looks at the time, so it succeeds.
+    w = _race_world(kind, TIMEOUT_ARG)
+    try:
+        w.finish(CHOOSERS[order])
+        assert w.outcomes.get("T") == "ok", w.outcomes
+        assert "O" not in w.outcomes  # O waits on, with nothing there for it
+    finally:
+        w.close()
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="impl/aio.py _wait passes on a wakeup that was its own timeout timer's: a task "
+    "whose timeout= fired and that is cancelled before its step wakes the next waiter for "
+    "nothing, and that waiter, finding nothing, waits again at the back of the line",
+)
+def test_a_timed_out_waiter_cancelled_before_its_step_leaves_the_others_in_their_order() -> None:
+    w = World(visibility_timeout=30.0)
+    t = w.op("T", "receive", 1, w.receive(), TIMEOUT_ARG, target=True)
+    w.op("O", "receive", 1, w.receive())
+    w.op("P", "receive", 1, w.receive())
+    try:
+        w.finish()  # all three wait, O before P
+        w.loop.advance(D)  # T's timeout= timer resolves T's future: no message came
+        w.loop.cancel(t)  # and T is cancelled before its step (a failing group, a timeout)
+        w.act_send("x")
+        w.finish()
+        assert w.outcomes.get("T") == "CancelledError"
+        assert w.got.get("O") == ["x"], f"P got it, though O began to wait first: {w.got}"
+    finally:
+        w.close()
+
+
+# =============================================================================================
+# 3. Task groups that fail half-way
+# =============================================================================================
+
+
+def group_world(kind: str, fail: str) -> World:
+    """A task group ``G`` (the target) of three receivers (``kind`` "receivers": an empty
+    queue, the script as in :func:`receivers_world`) or three senders ("senders": a full queue
+    of capacity 3, the script as in :func:`senders_world`), and one more waiter ``E`` outside
+    the group that begins to wait after them (the script's first action). The group fails:
+    ``fail`` "bomb", a fourth task raises when the strike opens its gate; "member", the first
+    member whose operation returns raises right after it (holding what it got)."""
+    w = World(capacity=3 if kind == "senders" else None, visibility_timeout=30.0)
+    if kind == "senders":
+
+        async def fill() -> None:
+            for i in range(3):
+                w._record("setup", await w.send(f"p{i}")(block=False))
+
+        w.setup(fill)
+    with w.loop.running():
+        gate: asyncio.Future[None] = w.loop.create_future()
+    w.gate = gate
+
+    failed: list[str] = []
+
+    def member_call(i: int) -> Callable[..., Awaitable[Any]]:
+        plain = w.receive() if kind == "receivers" else w.send(f"s{i}")
+        if fail != "member":
+            return plain
+
+        async def then_fail(**kw: Any) -> Any:
+            result = await plain(**kw)
+            if failed:
+                return result
+            failed.append(f"G{i}")
+            w._record(f"G{i}", result)  # it holds what it got, then fails
+            raise Boom
+
+        return then_fail
+
+    async def bomb() -> None:
+        await gate
+        raise Boom
+
+    async def group() -> None:
+        try:
+            async with asyncio.TaskGroup() as tg:
+                for i in range(3):
+                    op = w._run_op(
+                        f"G{i}",
+                        "receive" if kind == "receivers" else "send",
+                        1,
+                        member_call(i),
+                        PLAIN,
+                    )
+                    w.members.append(tg.create_task(op, name=f"G{i}"))
+                if fail == "bomb":
+                    tg.create_task(bomb(), name="bomb")
+        except* Boom:
+            w.outcomes["G"] = "Boom"
+        else:
+            w.outcomes["G"] = "ok"
+
+    w.target = w.spawn("G", group())
+
+    if kind == "receivers":
+        w.later("E", "receive", 1, w.receive())
+    else:
+        w.later("E", "send", 1, w.send("e1"))
+    if kind == "receivers":
+        w.act_send_and_snatch("a")
+        w.act_send("b")
+        w.act_send_batch(["c", "d"])
+    else:
+        w.act_free_and_fill("x")
+        for _ in range(3):
+            w.act_free()
+    return w
+
+
+def open_gate(w: World) -> None:
+    assert w.gate is not None
+    if not w.gate.done():
+        w.gate.set_result(None)
+
+
+@pytest.mark.parametrize("order", ["fifo", "lifo"])
+@pytest.mark.parametrize("kind", ["receivers", "senders"])
+def test_a_task_group_that_fails_at_any_point_cancels_its_waiters_and_loses_nothing(
+    kind: str, order: str
+) -> None:
+    points = sweep(lambda: group_world(kind, "bomb"), open_gate, CHOOSERS[order])
+    # The group failed with members waiting, and with members woken but not yet run.
+    assert any("waiting" in p for p in points), points
+    assert any("woken" in p for p in points), points
+
+
+@pytest.mark.parametrize("order", list(CHOOSERS))
+@pytest.mark.parametrize("kind", ["receivers", "senders"])
+def test_a_task_group_whose_member_fails_after_its_step_cancels_the_rest_in_that_iteration(
+    kind: str, order: str
+) -> None:
+    # The first member raises right after its operation returns: in the loop iteration of its
+    # wakeup, with the other members woken by the same batch or still waiting.
+    w = group_world(kind, "member")
+    try:
+        w.finish(CHOOSERS[order])
+        assert w.outcomes["G"] == "Boom", w.outcomes
+        members = [w.outcomes.get(f"G{i}") for i in range(3)]
+        assert members.count("Boom") == 1, w.outcomes
+        assert set(members) <= {"Boom", "ok", "CancelledError"}, w.outcomes
+    finally:
+        w.close()
