@@ -32,6 +32,16 @@ thread through ``loop.call_soon_threadsafe``); on the real clock it is ``loop.ca
 being monotonic clocks of the same machine. A ``timeout=`` is a timer of the same kind that
 wakes the waiter, which then re-checks its predicate before raising.
 
+Faults (``docs/failure-model.md``). Arming the loop timer can fail (the clock's ``call_at``), so
+it is done before the step that needs it commits, where the threaded shell starts its sweeper
+(:meth:`_AsyncBase._arming`): a call whose arming fails raises that exception and changes
+nothing. After the commit there is nothing left to arm. The timer's round keeps the sweeper
+thread's promise: a round that fails changed nothing, is logged and counted in ``health()``, and
+is retried after a backoff on the clock (``impl.sweeper.backoff``); what the timer cannot go on
+without (its re-arming ``call_at``, the clock read for the backoff, ``KeyboardInterrupt``, which
+is re-raised) ends it, reported the same way, until the next step that arms a timer,
+``sweep()`` or ``health()`` arms it again.
+
 Threads. An AsyncQueue is bound to the event loop that first waits on it or arms a timer for it
 (``RuntimeError`` from another loop) and, like ``asyncio.Queue``, is not thread-safe: call it
 from that loop's thread.
@@ -40,12 +50,13 @@ from that loop's thread.
 from __future__ import annotations
 
 import asyncio
+import math
 import threading
 import weakref
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Sequence
 from types import TracebackType
-from typing import Any, Generic, Literal, Self, cast
+from typing import Any, Final, Generic, Literal, Self, TypeVar, cast
 
 from impl.clock import Clock
 from impl.core import T
@@ -55,10 +66,13 @@ from impl.message import Entry, Health, Message, Receipt, Snapshot, Stats
 from impl.queue import Queue
 from impl.redrive import RedriveTask
 from impl.shell import BATCH_SENDERS, QUEUE_DEFAULT, BaseQueue, Default, TraceStep
-from impl.sweeper import backoff
+from impl.sweeper import backoff, log
 from impl.validate import check_bool, check_later, check_time
 
 __all__ = ["AsyncFifoQueue", "AsyncQueue"]
+
+R = TypeVar("R")
+INF: Final = math.inf
 
 
 class _Waiters:
@@ -122,20 +136,40 @@ class _LoopSeams:
                 cast(_Waiters, cond).owner = outer
 
     def _start_sweeper(self) -> None:
-        # No thread: the loop timer. Called before a transition commits; the loop (for the
-        # real clock) is looked up here, so a call with no loop to arm on changes nothing.
+        # No thread: the loop timer. The shell calls this before a step that arms a timer
+        # commits (the outer queue makes it do so for every such step, see _AsyncBase._arming),
+        # so arming the loop timer here can fail and veto the step: nothing has changed yet.
         q = cast(BaseQueue[Any], self)
         if q._closed:
             return
         outer = self._outer()
         if outer is not None:
             outer._timer_ready()
-        q._sweeper = _LoopTimer(name="impl.AsyncQueue-timer")
+            outer._pre_arm()
+        q._sweeper = _TIMER
 
     def _aim(self, due: float) -> None:
+        # After the commit: the loop timer armed before it is due no later (see _pre_arm).
         outer = self._outer()
         if outer is not None and not cast(BaseQueue[Any], self)._closed:
-            outer._arm(due)
+            outer._aim(due)
+
+    def _prepare_release(self, dying: bool, now: float | None = None) -> float:
+        # Before a release that may move a message into the target commits: a move into a
+        # target with a retention starts a retention timer there, due at once or later (a moved
+        # message keeps its enqueue time), so the target's loop timer is armed by ``now`` first.
+        q = cast(BaseQueue[Any], self)
+        at = super()._prepare_release(dying, now)  # type: ignore[misc]
+        target = q._dlq
+        if dying and target is not None and target._core.retention is not None:
+            outer = _outer_of(target)
+            if outer is not None and not target._closed:
+                outer._pre_arm(at)
+        return cast(float, at)
+
+
+#: What the inner queue's ``_sweeper`` holds while its loop timer is alive (one for all).
+_TIMER: Final = _LoopTimer(name="impl.AsyncQueue-timer")
 
 
 class _LoopQueue(_LoopSeams, Queue[Any]):
@@ -168,6 +202,14 @@ class _AsyncBase(Generic[T]):
         self._armed: float | None = None
         self._handle: asyncio.TimerHandle | Any | None = None
         self._failures_in_a_row = 0
+        # Whether the loop timer is alive (armed when a timer is): False until the first timer,
+        # and after a death (_died) until the next step that arms one.
+        self._alive = False
+        # The latest reading of the clock here (a lower bound of every later one), the floor
+        # the step in progress arms the loop timer by (_arming), whether its round is running.
+        self._seen = -INF
+        self._floor: float | None = None
+        self._in_round = False
 
     # -- configuration, as the threaded queue's ---------------------------------------------------
 
@@ -217,10 +259,13 @@ class _AsyncBase(Generic[T]):
         waits, it has delivered nothing and passes on any wakeup it took."""
         block, timeout = _check_wait(block, timeout)
         q = self._q
+        vt = q.visibility_timeout if visibility_timeout is QUEUE_DEFAULT else visibility_timeout
         endtime: float | None = None
         while True:
             try:
-                return q.receive(block=False, visibility_timeout=visibility_timeout)
+                return self._arming(
+                    vt, lambda: q.receive(block=False, visibility_timeout=visibility_timeout)
+                )
             except Empty:
                 if not block:
                     raise
@@ -241,11 +286,15 @@ class _AsyncBase(Generic[T]):
         :meth:`receive`)."""
         block, timeout = _check_wait(block, timeout)
         q = self._q
+        vt = q.visibility_timeout if visibility_timeout is QUEUE_DEFAULT else visibility_timeout
         endtime: float | None = None
         while True:
             try:
-                return q.receive_batch(
-                    max_messages, block=False, visibility_timeout=visibility_timeout
+                return self._arming(
+                    vt,
+                    lambda: q.receive_batch(
+                        max_messages, block=False, visibility_timeout=visibility_timeout
+                    ),
                 )
             except Empty:
                 if not block:
@@ -256,14 +305,20 @@ class _AsyncBase(Generic[T]):
                 return [got]
 
     async def _send_waiting(
-        self, attempt: Callable[[], Any], block: bool, timeout: float | None, batch: bool
+        self,
+        attempt: Callable[[], Any],
+        block: bool,
+        timeout: float | None,
+        batch: bool,
+        offset: object,
     ) -> Any:
         # Every send: the non-blocking step, else a wait on not_full, then the step again.
+        # ``offset``: how long after its time the earliest timer a step may arm is due.
         q = self._q
         endtime: float | None = None
         while True:
             try:
-                return attempt()
+                return self._arming(offset, attempt)
             except Full:
                 if not block:
                     raise
@@ -302,13 +357,13 @@ class _AsyncBase(Generic[T]):
         Cancelled: withdraw the future, or pass its wakeup on if it was already resolved."""
         loop = self._get_loop()
         fut: asyncio.Future[Any] = loop.create_future()
+        timer = None
+        if deadline is not None:  # first: a call_at that fails leaves no waiter behind
+            timer = self._call_at(deadline, lambda: _resolve_first(deque([fut])))
         waiters = self._waiters[cond]
         waiters.append(fut)
         q = self._q
         q._waiting[cond] += 1
-        timer = None
-        if deadline is not None:
-            timer = self._call_at(deadline, lambda: _resolve_first(deque([fut])))
         try:
             return await fut
         except asyncio.CancelledError:
@@ -352,7 +407,7 @@ class _AsyncBase(Generic[T]):
         if call_at is not None:
             return call_at(due, lambda: self._on_loop(callback))
         loop = self._loop if self._loop is not None else self._get_loop()
-        return loop.call_at(loop.time() + (due - clock.now()), callback)
+        return loop.call_at(loop.time() + (due - self._read_clock()), callback)
 
     def _on_loop(self, callback: Callable[[], object]) -> None:
         # A fake clock's callback, run in the advancing thread: at once on the loop's thread
@@ -363,33 +418,147 @@ class _AsyncBase(Generic[T]):
         else:
             loop.call_soon_threadsafe(callback)
 
+    def _read_clock(self) -> float:
+        # The queue's clock, remembering the latest reading: any reading is a lower bound of
+        # the time a later step reads (see _arming).
+        now = self._q.clock.now()
+        if now > self._seen:
+            self._seen = now
+        return now
+
+    def _arming(self, offset: object, step: Callable[[], R]) -> R:
+        """Run ``step``, a call of the inner queue that may arm a timer due ``offset`` seconds
+        or more after the time it reads, so that the loop timer is armed before it commits.
+
+        The threaded shell starts its sweeper before the commit and only wakes it after (which
+        cannot fail); here arming *is* the fallible part (the clock's ``call_at``), so it must
+        come first: the shell calls ``_start_sweeper`` before every step that arms a timer
+        when it holds no sweeper, so the inner queue holds none during ``step``, and
+        ``_start_sweeper`` (:meth:`_pre_arm`) makes sure the loop timer is due by now +
+        ``offset``, ``now`` read here first (a lower bound of the step's own reading). After
+        the commit the shell's ``_aim(due)`` then finds it armed early enough and arms nothing.
+        When the loop timer is already due by the latest reading + ``offset``, nothing is read
+        or armed (the common case: deadlines of one visibility timeout come in order).
+        ``offset`` ``None``: the step arms no timer. One that is not a number is the step's to
+        reject; the loop timer is then made due by now, should it arm one after all."""
+        if offset is None:
+            return step()
+        off = _number(offset)
+        armed = self._armed
+        if armed is not None and armed <= self._seen + off:
+            return step()
+        self._floor = self._read_clock() + off
+        q = self._q
+        q._sweeper = None
+        try:
+            return step()
+        finally:
+            self._floor = None
+            q._sweeper = _TIMER if self._alive else None
+
+    def _pre_arm(self, floor: float | None = None) -> None:
+        """Before a step that arms a timer commits: make sure the loop timer is due no later
+        than ``floor`` (or the floor :meth:`_arming` set), and, if it had died, no later than
+        the timers already armed. May raise (the clock's ``call_at``): nothing has changed."""
+        if floor is None:
+            floor = self._floor
+        if not self._alive:
+            due = self._q._core.next_due()
+            if due is not None and (floor is None or due < floor):
+                floor = due
+        if floor is not None:
+            self._arm(floor)
+        self._alive = True
+
     def _arm(self, due: float) -> None:
-        """A timer due at ``due`` was armed: aim the one loop timer at it if it is earlier."""
+        """Aim the one loop timer at ``due`` if it is due later (or not armed): the new handle
+        first, so that a failing ``call_at`` leaves the old one armed."""
         if self._armed is not None and self._armed <= due:
             return
-        if self._handle is not None:
-            self._handle.cancel()
-        self._armed = due
-        self._handle = self._call_at(due, self._fire)
+        handle = self._call_at(due, self._fire)
+        old = self._handle
+        self._armed, self._handle = due, handle
+        if old is not None:
+            old.cancel()
+
+    def _aim(self, due: float) -> None:
+        """After a step committed a timer due at ``due``: the loop timer was armed for it
+        before the commit (:meth:`_arming`, :meth:`_pre_arm`), so nothing is left to do, but on a
+        path that did not (a redrive's move into a destination with a retention): arming can
+        no longer veto the step, so a failure is reported as the timer's death (as the threaded
+        sweeper's, see :meth:`_died`). Inside the timer's round nothing is armed: the round
+        aims at the next due time when it ends."""
+        if self._in_round or (self._armed is not None and self._armed <= due):
+            return
+        if not self._alive:
+            return  # dead: the next step that arms a timer, sweep() or health() restarts it
+        try:
+            self._arm(due)
+        except BaseException as e:
+            self._died(e)
+            if not isinstance(e, Exception):
+                raise
 
     def _fire(self) -> None:
         # The loop timer's round: fire what is due (the sweeper thread's round), then aim at the
-        # next due time. A round that fails changed nothing; it is retried after a backoff on
-        # the clock, as the sweeper thread does.
+        # next due time. A round that fails changed nothing (every transition commits after all
+        # that can fail); it is logged and counted in health() and retried after a backoff on
+        # the clock, as the sweeper thread's (impl/sweeper.py). As there, what the timer cannot
+        # go on without ends it: KeyboardInterrupt and the like (re-raised, as asyncio does), a
+        # clock that cannot be read for the backoff, a call_at that fails; that death is logged
+        # and counted, health() reports expiry stalled, and the next step that arms a timer,
+        # sweep() or health() arms it again.
         self._armed = self._handle = None
         q = self._q
-        if q._closed:
+        if q._closed or not self._alive:
             return
+        target: float | None
         with q.mutex:
+            self._in_round = True
             try:
                 target = q._sweep_round() if q._alone() else q._sweep_round_locked()
                 self._failures_in_a_row = 0
             except Exception as e:
                 self._failures_in_a_row += 1
-                target = q.clock.now() + backoff(self._failures_in_a_row)
+                try:
+                    target = self._read_clock() + backoff(self._failures_in_a_row)
+                except BaseException as clock_error:
+                    self._died(clock_error)
+                    if not isinstance(clock_error, Exception):
+                        raise
+                    return
                 q._sweep_failed(e, target)
-        if target is not None:
-            self._arm(target)
+            except BaseException as e:
+                self._died(e)
+                raise
+            finally:
+                self._in_round = False
+            if target is not None:
+                try:
+                    self._arm(target)
+                except BaseException as e:
+                    self._died(e)
+                    if not isinstance(e, Exception):
+                        raise
+
+    def _died(self, error: BaseException) -> None:
+        """The loop timer ends with ``error``: report it (logged, counted in health(), which
+        then reports expiry stalled while timers are armed); the next step that arms a timer,
+        ``sweep()`` or ``health()`` arms it again (the shell calls ``_start_sweeper`` when its
+        queue holds no sweeper)."""
+        q = self._q
+        self._alive = False
+        if self._handle is not None:
+            self._handle.cancel()
+        self._armed = self._handle = None
+        q._sweeper = None
+        q._failures = (q._failures[0] + 1, error)
+        log.error(
+            "impl.AsyncQueue %d: the loop timer could not go on; expiry stalls until the next "
+            "step that arms a timer, sweep() or health()",
+            q._token,
+            exc_info=error,
+        )
 
     # -- the operations that never wait: the threaded queue's -------------------------------------
 
@@ -403,10 +572,18 @@ class _AsyncBase(Generic[T]):
         return self._q.retry(receipt)
 
     def change_visibility(self, receipt: Receipt, timeout: float) -> bool:
-        return self._q.change_visibility(receipt, timeout)
+        q = self._q
+        offset = timeout if _number(timeout) > 0 else None
+        return self._arming(offset, lambda: q.change_visibility(receipt, timeout))
 
     def change_visibility_batch(self, changes: Sequence[tuple[Receipt, float]]) -> list[bool]:
-        return self._q.change_visibility_batch(changes)
+        q = self._q
+        if isinstance(changes, list | tuple):
+            pairs = [c for c in changes if isinstance(c, tuple) and len(c) == 2]
+            offset = _least_delay([t for _, t in pairs], None)
+        else:
+            offset = 0.0  # the step's to reject; were it to arm, by now
+        return self._arming(offset, lambda: q.change_visibility_batch(changes))
 
     def cancel(self, id: str) -> bool:
         return self._q.cancel(id)
@@ -418,7 +595,11 @@ class _AsyncBase(Generic[T]):
         return self._q.receipt(id, attempt)
 
     def sweep(self) -> None:
-        self._q.sweep()
+        q = self._q
+        if q._core.ticks:  # a redrive tick's round re-arms it (due by now at the earliest)
+            self._arming(0.0, q.sweep)
+        else:
+            q.sweep()
 
     def record_trace(self, sink: Callable[[TraceStep], None] | None) -> None:
         self._q.record_trace(sink)
@@ -449,7 +630,9 @@ class _AsyncBase(Generic[T]):
                 f"destination must be an impl asyncio queue or None, got "
                 f"{type(destination).__name__}"
             )
-        return self._q.start_redrive(None if destination is None else destination._q, rate=rate)
+        inner = None if destination is None else destination._q
+        # Its first tick (or retry) is due by now at the earliest.
+        return self._arming(0.0, lambda: self._q.start_redrive(inner, rate=rate))
 
     def source_of(self, id: str) -> _AsyncBase[T] | None:
         source = self._q.source_of(id)
@@ -475,6 +658,7 @@ class _AsyncBase(Generic[T]):
         if self._handle is not None:
             self._handle.cancel()
         self._armed = self._handle = None
+        self._alive = False
         self._q.close()
 
     async def __aenter__(self) -> Self:
@@ -502,6 +686,34 @@ class _AsyncBase(Generic[T]):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self._q!r})"
+
+
+def _least_delay(delays: Sequence[object], retention: float | None) -> float | None:
+    """The least of the delays > 0 and ``retention``: how long after a send's time its earliest
+    timer is due (``None``: it arms none). What is not a number > 0 is left out (a delay of 0
+    arms nothing; anything else the send rejects before it arms)."""
+    least = retention
+    for d in delays:
+        if (t := _number(d)) > 0 and (least is None or t < least):
+            least = t
+    return least
+
+
+def _number(value: object) -> float:
+    """``value`` as a float if it is an int or a float (not a bool), else 0.0: a step given
+    something else rejects it before it arms anything."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)
+    return 0.0
+
+
+def _batch_offset(entries: object, default: float, retention: float | None) -> float | None:
+    """:func:`_least_delay` of a send_batch's entries (a delay ``None``: the queue's
+    ``default``); a batch that is not a list or tuple is the step's to reject: 0 (by now)."""
+    if not isinstance(entries, list | tuple):
+        return 0.0
+    delays = [default if (d := getattr(e, "delay", None)) is None else d for e in entries]
+    return _least_delay(delays, retention)
 
 
 def _outer_of(inner: BaseQueue[Any]) -> Any:
@@ -573,7 +785,11 @@ class AsyncQueue(_AsyncBase[T]):
         return cast(
             str,
             await self._send_waiting(
-                lambda: q.send(body, id=id, delay=delay, block=False), block, timeout, False
+                lambda: q.send(body, id=id, delay=delay, block=False),
+                block,
+                timeout,
+                False,
+                _least_delay([q.delay if delay is None else delay], q.retention),
             ),
         )
 
@@ -586,7 +802,11 @@ class AsyncQueue(_AsyncBase[T]):
         return cast(
             list[str],
             await self._send_waiting(
-                lambda: q.send_batch(entries, block=False), block, timeout, True
+                lambda: q.send_batch(entries, block=False),
+                block,
+                timeout,
+                True,
+                _batch_offset(entries, q.delay, q.retention),
             ),
         )
 
@@ -647,6 +867,7 @@ class AsyncFifoQueue(_AsyncBase[T]):
                 block,
                 timeout,
                 False,
+                _least_delay([q.delay], q.retention),
             ),
         )
 
@@ -659,6 +880,10 @@ class AsyncFifoQueue(_AsyncBase[T]):
         return cast(
             list[str],
             await self._send_waiting(
-                lambda: q.send_batch(entries, block=False), block, timeout, True
+                lambda: q.send_batch(entries, block=False),
+                block,
+                timeout,
+                True,
+                _least_delay([q.delay], q.retention),  # a FIFO queue's delay is the queue's
             ),
         )

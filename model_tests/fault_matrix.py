@@ -40,12 +40,14 @@ from impl import (
     Empty,
     Entry,
     Full,
+    Health,
     Message,
     Queue,
     ShutDown,
     Snapshot,
     Stats,
 )
+from impl.sweeper import FIRST_BACKOFF
 from model_tests.faults import (
     FailingClock,
     FailingSink,
@@ -835,6 +837,7 @@ class AioWorld(World):
             clock=self.clock,
         )
         self.q = blocking(self.aq, self.runner)  # type: ignore[assignment]
+        self.started: list[Any] = []
         if setup.traced:
             self.q.record_trace(self.sink)
 
@@ -885,6 +888,7 @@ class AioWorld(World):
             task = self.runner.start(self.aq.receive(visibility_timeout=None))
         else:
             task = self.runner.start(self.aq.send("by", id="by"))
+        self.started.append(task)
         assert not task.done(), f"the {kind} did not wait: {task.result()!r}"
         return task
 
@@ -912,7 +916,9 @@ class AioWorld(World):
         try:
             self.q.close()
             self.runner.settle()
-            for task in list(self._tasks()):
+            # Every task started here (asyncio.all_tasks lists only the pending ones): each has
+            # finished, and its result is read (else asyncio warns of an unretrieved ShutDown).
+            for task in self.started:
                 if task.done() and not task.cancelled():
                     with contextlib.suppress(ShutDown):
                         task.result()
@@ -920,11 +926,6 @@ class AioWorld(World):
                     raise AssertionError(f"a waiting task was not woken by close: {task!r}")
         finally:
             self.runner.close()
-
-    def _tasks(self) -> list[Any]:
-        import asyncio
-
-        return [t for t in asyncio.all_tasks(self.runner.loop)]
 
 
 def _prepare_aio(w: AioWorld, op: Op) -> Prepared:
@@ -936,20 +937,107 @@ def _prepare_aio(w: AioWorld, op: Op) -> Prepared:
     return Prepared(replace(op, name="sweep", t=0.0), partial(w.advance, op.t, wake=True), 0, now)
 
 
-def _resumes_expiry(w: AioWorld, s: spec.State, where: str) -> None:
+def _resumes_expiry(
+    w: AioWorld, s: spec.State, where: str, by: Any, kind: Bystander | None
+) -> spec.State:
     """Expiry resumes: the clock moved (waking) onto the earliest due time releases what is due
-    there with no ``sweep()`` called, as ``spec.expire`` at that time says."""
+    there with no ``sweep()`` called, as ``spec.expire`` at that time says; a bystander still
+    waiting is then served iff that made work for it (a release makes a message visible for a
+    receiver, a dead-lettering frees room for a sender). The state after it."""
     due = [m.due for m in s.messages if m.due is not None]
     if not due:
-        return
+        return s
     now = w.clock.inner.now()
     dt = max(0.0, min(due) - now)
+    waiting = by is not None and not by.done()
     w.advance(dt, wake=True)
     w.runner.settle()
     expected = spec.expire(s, now + dt)[0]
+    if waiting and kind is not None:
+        expected = w.serve_bystander(by, kind, expected, now + dt, where)
     assert from_snapshot(w.q.snapshot()) == from_state(expected), (
         f"{where}: expiry did not resume: the loop timer did not release what is due at {now + dt}"
     )
+    return expected
+
+
+def timer_survives(point: AioPoint, fired: BaseException) -> bool:
+    """Whether the loop timer outlives a fault in its round, as the threaded sweeper does
+    (``impl/sweeper.py``; ``test_faults.py``'s ``survives``): a failed round (its clock read or
+    its trace sink raising an ``Exception``) is retried after a backoff. A ``call_at`` that
+    fails (the timer's re-arming after its round, the counterpart of the sweeper's clock
+    ``wait``), or a ``BaseException`` such as ``KeyboardInterrupt``, ends it."""
+    return point != "call_at" and isinstance(fired, Exception)
+
+
+def _after_a_timer_fault(
+    w: AioWorld,
+    prepared: Prepared,
+    outcome: Outcome,
+    fault: AioInjection,
+    before: Observation,
+    by: Any,
+    where: str,
+) -> tuple[Prepared, Outcome]:
+    """The loop timer's round with ``fault``: what the threaded sweeper promises.
+
+    Not the call's promise (the round is nobody's call): an ``Exception`` is not raised to
+    whoever moved the clock (the sweeper thread's is not raised anywhere either), only logged
+    and counted in ``health()``; a ``BaseException`` is re-raised to it, as asyncio re-raises
+    ``KeyboardInterrupt`` from a callback. A failed round changed nothing (the bystander still
+    waits). If the timer survives (:func:`timer_survives`), ``health()`` says so with the fault
+    counted, and once the clock passes the backoff the round runs again with no other call. If
+    it died (a failing ``call_at`` comes after a round that committed: that round stands), a
+    ``health()`` whose restart fails changes nothing and reports the stall; the next one
+    restarts it, and what is due fires at the next move of the clock. Returns the round that
+    then ran and its outcome, for the model."""
+    fired = w.fired()
+    assert fired is not None, f"{where}: the fault was never reached"
+    if isinstance(fired, Exception):
+        assert isinstance(outcome, Returned), (
+            f"{where}: the round's {fired!r} reached whoever moved the clock: {outcome}"
+        )
+    else:
+        assert isinstance(outcome, Raised) and outcome.error is fired, (
+            f"{where}: {fired!r} was raised in the round, whoever moved the clock got {outcome}"
+        )
+    committed = fault[0] == "call_at"
+    w.runner.settle()
+    if not committed:
+        assert w.observe() == before, f"{where}: the failed round changed the queue"
+        if by is not None:
+            assert not by.done(), f"{where}: the bystander left: {by.result()!r}"
+    w.check()
+    q = w.q
+    if timer_survives(fault[0], fired):
+        health = q.health()
+        assert health == Health(
+            sweeper_running=True, sweeper_failures=1, last_error=fired, expiry_stalled=False
+        ), f"{where}: {health}"
+        # The round again, by itself, once the queue's clock passes the backoff.
+        retried = replace(prepared, now=w.clock.inner.now() + FIRST_BACKOFF)
+        return retried, outcome_of(partial(w.advance, FIRST_BACKOFF, wake=True))
+    stalled = any(m.due is not None for m in w.state().messages)
+    me = threading.current_thread()
+    w.arm(("call_at", 1, None), me)
+    failed = q.health()
+    again = w.fired()
+    w.disarm()
+    if stalled:
+        assert again is not None, f"{where}: health() did not try to restart the loop timer"
+    assert failed == Health(
+        sweeper_running=False,
+        sweeper_failures=1,
+        last_error=fired if again is None else again,
+        expiry_stalled=stalled,
+    ), f"{where}: after the timer died: {failed}"
+    w.check()
+    health = q.health()
+    assert health.sweeper_running == stalled and not health.expiry_stalled, f"{where}: {health}"
+    if committed:  # the round's effect stands: the model's is the fault-free round's
+        return prepared, Returned(None)
+    # The round vetoed: what was due fires once the clock moves again (here, by nothing).
+    return prepared, outcome_of(partial(w.advance, 0.0, wake=True))
 
 
 def exercise_aio(
@@ -992,7 +1080,11 @@ def exercise_aio(
         w.runner.after_next(stop_counting)
         outcome = outcome_of(prepared.run)
         where = f"{op} with a fault at {fault[0]} #{fault[1]}" if fault else str(op)
-        if fault is not None:
+        if timer:
+            where = f"the loop timer's round: {where}"
+        if fault is not None and timer:
+            prepared, outcome = _after_a_timer_fault(w, prepared, outcome, fault, before, by, where)
+        elif fault is not None:
             fired = w.fired()
             assert fired is not None, f"{where}: the fault was never reached"
             assert isinstance(outcome, Raised) and outcome.error is fired, (
@@ -1005,14 +1097,13 @@ def exercise_aio(
                 assert w.sink.steps[traced:] == [], f"{where}: a failed call was traced"
             if by is not None:
                 assert not by.done(), f"{where}: the bystander left: {by.result()!r}"
-            # The timer's round again: the clock has moved; what is due there fires now.
-            outcome = outcome_of(partial(w.advance, 0.0, wake=True) if timer else prepared.run)
+            outcome = outcome_of(prepared.run)
         s1, expected = model(s0, prepared, outcome, setup)
         assert result_of(op, outcome) == expected, where
         if by is not None and kind is not None:
             s1 = w.serve_bystander(by, kind, s1, prepared.now, where)
         w.check(s1)
-        _resumes_expiry(w, s1, where)
+        _resumes_expiry(w, s1, where, by, kind)
     finally:
         w.close()
     return counted
