@@ -68,7 +68,11 @@ class MonotonicClock:
 
 
 class TimerHandle:
-    """A callback registered with :meth:`FakeClock.call_at`; :meth:`cancel` stops it running."""
+    """A callback registered with :meth:`FakeClock.call_at`; :meth:`cancel` stops it running.
+
+    ``cancelled`` is true once the callback will not run: it was cancelled, or it has run (a
+    callback runs at most once).
+    """
 
     __slots__ = ("cancelled",)
 
@@ -131,7 +135,9 @@ class FakeClock:
         """Move the time on by ``dt >= 0`` seconds and wake every wait whose deadline it reaches.
 
         Raises ``TypeError`` if ``dt`` is not a number and ``ValueError`` if it is negative, NaN
-        or infinite, or if the new time would not be finite; the time is then unchanged.
+        or infinite, or if the new time would not be finite; the time is then unchanged. Then
+        runs every :meth:`call_at` callback the new time reaches, in this thread; what one of
+        them raises is raised from here (see :meth:`call_at`), the time having moved.
         """
         if not is_number(dt):
             raise TypeError(f"dt must be a number, got {type(dt).__name__}")
@@ -159,6 +165,14 @@ class FakeClock:
         ``due`` already reached runs at the next advance (even by 0). Returns a handle whose
         ``cancel()`` stops the callback. ``TypeError``/``ValueError`` for a ``due`` that is not
         a finite number, or a ``callback`` that is not callable; nothing is registered then.
+
+        A callback may register or cancel callbacks and read the time (none of the clock's
+        locks is held while it runs); one it registers due by the time reached runs in the
+        same advance, in its place in the order. A callback that raises an ``Exception`` does
+        not hold back the others: every callback due still runs, then the advance raises the
+        first such exception (any later ones are added to its notes). ``KeyboardInterrupt``,
+        ``SystemExit`` and the like end the advance at once; the callbacks due after it stay
+        registered, to run at the next advance.
         """
         if not is_number(due):
             raise TypeError(f"due must be a number, got {type(due).__name__}")
@@ -172,16 +186,28 @@ class FakeClock:
 
     def _run_due(self) -> None:
         # Pop and run, one at a time and outside the lock (a callback may register another or
-        # read the time), every callback due by now. A callback that raises stops the round:
-        # its exception propagates from advance, and the later callbacks run at the next one.
+        # read the time), every callback due by now. One that raises an Exception does not
+        # stop the others (an unrelated timer on the same clock, a queue's loop timer, must
+        # not stall behind it): the first such exception is raised once all have run. A
+        # BaseException (KeyboardInterrupt) propagates at once.
+        first: Exception | None = None
         while True:
             with self._lock:
                 if not self._callbacks or self._callbacks[0].due > self._time:
-                    return
+                    break
                 entry = heapq.heappop(self._callbacks)
-            if not entry.handle.cancelled:
-                entry.handle.cancelled = True
+            if entry.handle.cancelled:
+                continue
+            entry.handle.cancelled = True
+            try:
                 entry.callback()
+            except Exception as e:
+                if first is None:
+                    first = e
+                else:
+                    first.add_note(f"a later callback of the same advance raised {e!r}")
+        if first is not None:
+            raise first
 
     def callbacks(self) -> int:
         """How many :meth:`call_at` callbacks are registered and neither run nor cancelled."""
