@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import platform
 import statistics
@@ -494,7 +495,7 @@ def rows(sizes: Sizes, repeat: int) -> list[Row]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from bench.report import format_notes, format_table
+    from bench.report import format_notes, format_table, to_json
     from bench.suite import FULL, QUICK, judge
 
     summary = (__doc__ or "").split("\n")[0]
@@ -504,6 +505,7 @@ def main(argv: list[str] | None = None) -> int:
         "--repeat", type=int, help="runs per figure, median reported (default 3; 1 with --quick)"
     )
     parser.add_argument("--check", action="store_true", help="exit 1 if a target fails")
+    parser.add_argument("--json", metavar="PATH", help="also write the rows as JSON")
     parser.add_argument(
         "--profile", action="store_true", help="also print a cProfile of the 1/1 cycle"
     )
@@ -526,6 +528,21 @@ def main(argv: list[str] | None = None) -> int:
         f"Python {platform.python_version()}, {os.cpu_count()} CPUs, "
         f"load average {load_before[0]:.2f} before, {load_after[0]:.2f} after"
     )
+    if args.json:
+        record = {
+            "command": " ".join(["python -m bench.aio", *(sys.argv[1:] if argv is None else argv)]),
+            "quick": args.quick,
+            "repeat": repeat,
+            "seconds": seconds,
+            "python": platform.python_version(),
+            "cpus": os.cpu_count(),
+            "load_before": list(load_before),
+            "load_after": list(load_after),
+            "rows": to_json(report),
+        }
+        with open(args.json, "w") as f:
+            json.dump(record, f, indent=2, ensure_ascii=False)
+            f.write("\n")
     if args.profile:
         print()
         print(format_profile(sizes.aio_cycles))

@@ -344,3 +344,23 @@ def test_aio_profile_names_the_shell_and_the_core() -> None:
     text = bench_aio.format_profile(400)
     assert "impl/aio.py" in text and "impl/core.py" in text
     assert "asyncio.Queue" in text and "1/1 target" in text
+
+
+def test_aio_command_prints_only_the_asyncio_rows_and_writes_them_as_json(tmp_path: Path) -> None:
+    out = tmp_path / "aio.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "bench.aio", "--quick", "--json", str(out)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    record = json.loads(out.read_text())
+    keys = [r["key"] for r in record["rows"]]
+    assert set(keys) == {k for k in EXPECTED_KEYS if k.startswith("aio_")}
+    assert record["command"].startswith("python -m bench.aio --quick")
+    table = [ln for ln in proc.stdout.splitlines() if ln.startswith("| ")]
+    assert len(table) == 1 + len(keys)
+    line = next(ln for ln in table if ln.startswith("| asyncio cycle throughput 1/1 tasks "))
+    assert "ratio >= 0.5" in line and ("PASS" in line or "FAIL" in line)
