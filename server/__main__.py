@@ -1,0 +1,107 @@
+"""``python -m server``: run the SQS endpoint until Ctrl-C.
+
+It binds 127.0.0.1 by default (only this machine can reach it) and checks no credentials or
+signatures: any access key a client sends is accepted. Point a client at the URL it prints,
+e.g. ``boto3.client("sqs", endpoint_url="http://127.0.0.1:9324", region_name="us-east-1",
+aws_access_key_id="x", aws_secret_access_key="x")``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import logging
+import pathlib
+import signal
+import sys
+import threading
+from types import FrameType
+
+from server.endpoint import ConfigError, serve
+
+
+def _loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m server",
+        description=(
+            "An SQS endpoint over this project's model-checked queues: AWS JSON 1.0 and the "
+            "query protocol, for unmodified SQS clients. No credentials are checked."
+        ),
+    )
+    p.add_argument(
+        "--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine)"
+    )
+    p.add_argument(
+        "--port", type=int, default=9324, help="port to listen on (default 9324; 0: any)"
+    )
+    p.add_argument(
+        "--config", type=pathlib.Path, help="TOML file of queues to create at start ([[queue]])"
+    )
+    p.add_argument(
+        "--clock",
+        choices=("real", "fake"),
+        default="real",
+        help="real: time runs; fake: frozen until advanced (POST /_control/clock/advance)",
+    )
+    p.add_argument("--record", type=pathlib.Path, help="directory to record every queue's trace in")
+    p.add_argument("--verbose", action="store_true", help="log each failure with its traceback")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    logging.basicConfig(
+        level=logging.INFO if args.verbose else logging.WARNING,
+        format="%(asctime)s %(name)s %(levelname)s %(message)s",
+    )
+    if not 0 <= args.port <= 65535:
+        print(f"python -m server: --port must be in 0..65535, got {args.port}", file=sys.stderr)
+        return 2
+    try:
+        endpoint = serve(
+            args.host, args.port, clock=args.clock, config=args.config, record=args.record
+        )
+    except ConfigError as e:
+        print(f"python -m server: {e}", file=sys.stderr)
+        return 2
+    except OSError as e:
+        print(f"python -m server: cannot listen on {args.host}:{args.port}: {e}", file=sys.stderr)
+        return 1
+    stop = threading.Event()
+
+    def on_term(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGTERM, on_term)
+    try:
+        where = (
+            "this machine only"
+            if _loopback(args.host)
+            else "WARNING: other machines too, and no credentials are checked"
+        )
+        print(f"SQS endpoint on {endpoint.url} (bound to {endpoint.host}: {where})", flush=True)
+        print(
+            f"clock: {args.clock}; time control under {endpoint.url}/_control/clock; "
+            "no credentials or signatures are checked; Ctrl-C stops it",
+            flush=True,
+        )
+        stop.wait()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        endpoint.close()
+    print("stopped", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

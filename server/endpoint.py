@@ -1,0 +1,401 @@
+"""The endpoint as a Python API: ``with server.serve(port=0) as ep:`` and point a client at
+``ep.url``.
+
+:func:`serve` starts an event loop in a background thread and, on it, the server's clock
+(``server.clock.ServerClock``), the operation layer (``server.service.Service``) on that clock,
+the wire side (``server.app.App`` over ``server.http.HttpServer``) and the queues of a config
+file; it returns once the endpoint answers requests, or raises what stopped it (a port in use,
+a bad config). The :class:`Endpoint` moves the clock from the caller's thread (``advance``,
+``freeze``, ``run``, ``now``): each runs on the loop and returns once done, so the timers an
+advance reaches have fired before it returns, and a client's next request sees their effect.
+:meth:`Endpoint.close` closes every connection (cancelling any long poll), closes the
+service's queues and joins the thread: no thread of the endpoint outlives it.
+
+A config file (TOML) names queues to create at start, in order (a dead-letter queue before
+the queue whose ``RedrivePolicy`` names it)::
+
+    [[queue]]
+    name = "jobs"
+    attributes = { VisibilityTimeout = "30" }   # a number or a boolean is taken as its text
+    tags = { team = "payments" }
+
+Each is the ``CreateQueue`` request it reads as, checked like one from a client.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import logging
+import pathlib
+import threading
+import tomllib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol, TypeVar
+
+from impl.validate import is_number, to_finite
+from server import model as sqs_model
+from server.app import App
+from server.clock import Mode, ServerClock
+from server.control import Control
+from server.errors import SqsError
+from server.http import DEFAULT_MAX_BODY, HttpServer
+from server.service import Service
+
+__all__ = ["ConfigError", "Endpoint", "QueueSpec", "ServiceFactory", "load_config", "serve"]
+
+log = logging.getLogger("server.endpoint")
+
+T = TypeVar("T")
+
+
+class EndpointService(Protocol):
+    """What the endpoint needs of the operation layer (``server.service.Service``)."""
+
+    async def call(
+        self, operation: str, params: dict[str, Any], *, base_url: str
+    ) -> dict[str, Any]: ...
+
+    def queues(self) -> list[str]: ...
+
+    async def aclose(self) -> None: ...
+
+
+#: Builds the operation layer on the endpoint's clock (called on the endpoint's loop). The
+#: default is ``server.service.Service(clock, record=record)``.
+ServiceFactory = Callable[[ServerClock], EndpointService]
+
+
+class ConfigError(ValueError):
+    """A config file that cannot be read or names a queue that cannot be created."""
+
+
+@dataclass(frozen=True)
+class QueueSpec:
+    """One ``[[queue]]`` of a config file: the ``CreateQueue`` it stands for."""
+
+    name: str
+    attributes: dict[str, str] = field(default_factory=dict)
+    tags: dict[str, str] = field(default_factory=dict)
+
+    def request(self) -> dict[str, Any]:
+        """The ``CreateQueue`` request, in the model's member names."""
+        params: dict[str, Any] = {"QueueName": self.name}
+        if self.attributes:
+            params["Attributes"] = dict(self.attributes)
+        if self.tags:
+            params["tags"] = dict(self.tags)
+        return params
+
+
+def _text(where: str, value: object) -> str:
+    # SQS attribute and tag values are strings; TOML users write numbers and booleans bare.
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return value
+    if isinstance(value, int | float):
+        return str(value)
+    raise ConfigError(f"{where} must be a string, got {type(value).__name__}")
+
+
+def _table(where: str, value: object) -> dict[str, str]:
+    if not isinstance(value, dict):
+        raise ConfigError(f"{where} must be a table, got {type(value).__name__}")
+    return {str(k): _text(f"{where}.{k}", v) for k, v in value.items()}
+
+
+def load_config(source: str | pathlib.Path | Mapping[str, Any]) -> list[QueueSpec]:
+    """The queues of a config: a TOML file's path, or its already parsed content.
+
+    ``ConfigError`` naming the file and the field for what is not a config: an unreadable file,
+    invalid TOML, a key other than ``queue``, a queue without a string ``name``, a queue key
+    other than ``name``, ``attributes`` and ``tags``, a value that is not text.
+    """
+    where = "config"
+    if isinstance(source, Mapping):
+        data: Mapping[str, Any] = source
+    else:
+        path = pathlib.Path(source)
+        where = str(path)
+        try:
+            data = tomllib.loads(path.read_text(encoding="utf-8"))
+        except OSError as e:
+            raise ConfigError(f"{where}: cannot read it: {e.strerror or e}") from None
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+            raise ConfigError(f"{where}: not TOML: {e}") from None
+    unknown = sorted(set(data) - {"queue"})
+    if unknown:
+        raise ConfigError(f"{where}: unknown key {unknown[0]!r} (a config has [[queue]] tables)")
+    queues = data.get("queue", [])
+    if not isinstance(queues, list):
+        raise ConfigError(f"{where}: queue must be an array of tables ([[queue]])")
+    specs: list[QueueSpec] = []
+    for i, entry in enumerate(queues, 1):
+        at = f"{where}: queue {i}"
+        if not isinstance(entry, dict):
+            raise ConfigError(f"{at} must be a table, got {type(entry).__name__}")
+        extra = sorted(set(entry) - {"name", "attributes", "tags"})
+        if extra:
+            raise ConfigError(f"{at}: unknown key {extra[0]!r} (name, attributes, tags)")
+        name = entry.get("name")
+        if not isinstance(name, str) or not name:
+            raise ConfigError(f"{at}: name must be a non-empty string, got {name!r}")
+        specs.append(
+            QueueSpec(
+                name,
+                _table(f"{at}.attributes", entry.get("attributes", {})),
+                _table(f"{at}.tags", entry.get("tags", {})),
+            )
+        )
+    return specs
+
+
+def _default_service(record: pathlib.Path | None) -> ServiceFactory:
+    def build(clock: ServerClock) -> EndpointService:
+        service: EndpointService = Service(clock, record=record)
+        return service
+
+    return build
+
+
+class Endpoint:
+    """A running endpoint (made by :func:`serve`): its URL, its clock, and :meth:`close`."""
+
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        *,
+        clock: Mode,
+        config: list[QueueSpec],
+        service: ServiceFactory,
+        max_body: int,
+    ) -> None:
+        self.clock = ServerClock(clock)
+        self._bind = (host, port)
+        self._config = config
+        self._factory = service
+        self._max_body = max_body
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._thread_id: int | None = None
+        self._http: HttpServer | None = None
+        self._service: EndpointService | None = None
+        self._closed = False
+        self._lock = threading.Lock()
+        self.host = host
+        self.port = port
+
+    # -- the URL and the service ------------------------------------------------------------------
+
+    @property
+    def url(self) -> str:
+        """``http://host:port``: the endpoint_url of a client."""
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}"
+
+    @property
+    def service(self) -> EndpointService:
+        """The operation layer (use it on the endpoint's loop only, e.g. through :meth:`call`)."""
+        if self._service is None:
+            raise RuntimeError("the endpoint is not started")
+        return self._service
+
+    def call(self, operation: str, params: Mapping[str, Any]) -> dict[str, Any]:
+        """Run one SQS operation from Python, as a client's request would (validated by the
+        model, on the loop); raises ``SqsError``."""
+        checked = sqs_model.load().validate_input(operation, params)
+        service = self.service
+        coro = service.call(operation, checked, base_url=self.url)
+        result: dict[str, Any] = self._run_coroutine(coro)
+        return result
+
+    def queues(self) -> list[str]:
+        """The names of the queues now."""
+        return self._on_loop(self.service.queues)
+
+    # -- the clock --------------------------------------------------------------------------------
+
+    def now(self) -> float:
+        """The clock's reading in seconds."""
+        return self.clock.now()
+
+    @property
+    def frozen(self) -> bool:
+        """True while the clock stands still."""
+        return self.clock.frozen
+
+    def advance(self, seconds: float) -> None:
+        """Move the clock on by ``seconds >= 0`` and fire every timer it reaches before
+        returning. ``TypeError``/``ValueError`` naming ``seconds`` for anything else."""
+        if not is_number(seconds):
+            raise TypeError(f"seconds must be a number, got {type(seconds).__name__}")
+        step = to_finite("seconds", seconds)
+        if step < 0:
+            raise ValueError(f"seconds must be a finite number >= 0, got {seconds!r}")
+        self._on_loop(lambda: self.clock.advance(step))
+
+    def freeze(self) -> None:
+        """Stop the clock where it is (until :meth:`run`)."""
+        self._on_loop(self.clock.freeze)
+
+    def run(self) -> None:
+        """Let the clock run at the real rate again, from where it stands."""
+        self._on_loop(self.clock.run)
+
+    # -- running on the loop ----------------------------------------------------------------------
+
+    def _on_loop(self, fn: Callable[[], T]) -> T:
+        # Run fn on the endpoint's loop and wait for it (at once if called on the loop).
+        loop = self._loop
+        if loop is None or self._closed:
+            raise RuntimeError("the endpoint is closed" if self._closed else "not started")
+        if threading.get_ident() == self._thread_id:
+            return fn()
+        future: concurrent.futures.Future[T] = concurrent.futures.Future()
+
+        def run() -> None:
+            if not future.set_running_or_notify_cancel():
+                return
+            try:
+                future.set_result(fn())
+            except BaseException as e:
+                future.set_exception(e)
+
+        loop.call_soon_threadsafe(run)
+        return future.result()
+
+    def _run_coroutine(self, coro: Any) -> Any:
+        loop = self._loop
+        if loop is None or self._closed:
+            coro.close()
+            raise RuntimeError("the endpoint is closed" if self._closed else "not started")
+        if threading.get_ident() == self._thread_id:
+            coro.close()
+            raise RuntimeError("Endpoint.call waits for the loop: call it from another thread")
+        return asyncio.run_coroutine_threadsafe(coro, loop).result()
+
+    # -- start and stop ---------------------------------------------------------------------------
+
+    def _start(self) -> None:
+        started: concurrent.futures.Future[None] = concurrent.futures.Future()
+        self._thread = threading.Thread(
+            target=self._main, args=(started,), name="server.endpoint", daemon=True
+        )
+        self._thread.start()
+        try:
+            started.result()
+        except BaseException:
+            self._thread.join()
+            self._closed = True
+            raise
+
+    def _main(self, started: concurrent.futures.Future[None]) -> None:
+        loop = asyncio.new_event_loop()
+        asyncio.set_event_loop(loop)
+        try:
+            try:
+                loop.run_until_complete(self._startup(loop))
+            except BaseException as e:
+                loop.run_until_complete(self._shutdown())
+                started.set_exception(e)
+                return
+            started.set_result(None)
+            loop.run_forever()
+            # close() ran _shutdown before stopping the loop; the tasks left are done now.
+        finally:
+            try:
+                loop.run_until_complete(loop.shutdown_asyncgens())
+            finally:
+                self.clock.detach()
+                loop.close()
+
+    async def _startup(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+        self._thread_id = threading.get_ident()
+        self.clock.attach(loop)
+        service = self._factory(self.clock)
+        self._service = service
+        app = App(service, control=Control(self.clock, service.queues))
+        self._http = HttpServer(app.handle, on_error=app.http_error, max_body=self._max_body)
+        self.host, self.port = await self._http.start(*self._bind)
+        for spec in self._config:
+            try:
+                params = app.model.validate_input("CreateQueue", spec.request())
+                await service.call("CreateQueue", params, base_url=self.url)
+            except SqsError as e:
+                raise ConfigError(f"config: queue {spec.name!r}: {e.code}: {e.message}") from None
+
+    async def _shutdown(self) -> None:
+        if self._http is not None:
+            await self._http.close()
+        if self._service is not None:
+            try:
+                await self._service.aclose()
+            except Exception:
+                log.exception("closing the service failed")
+        self.clock.detach()
+
+    def close(self) -> None:
+        """Close every connection and the service's queues, stop the loop and join its thread.
+        Idempotent; not from the endpoint's own loop."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+        loop, thread = self._loop, self._thread
+        if loop is None or thread is None:
+            return
+        if threading.get_ident() == self._thread_id:
+            raise RuntimeError("Endpoint.close joins the loop's thread: call it from another")
+        try:
+            asyncio.run_coroutine_threadsafe(self._shutdown(), loop).result()
+        finally:
+            loop.call_soon_threadsafe(loop.stop)
+            thread.join()
+
+    def __enter__(self) -> Endpoint:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else "open"
+        return f"<Endpoint {self.url} {state}>"
+
+
+def serve(
+    host: str = "127.0.0.1",
+    port: int = 0,
+    *,
+    clock: Mode = "real",
+    config: str | pathlib.Path | Mapping[str, Any] | None = None,
+    record: str | pathlib.Path | None = None,
+    service: ServiceFactory | None = None,
+    max_body: int = DEFAULT_MAX_BODY,
+) -> Endpoint:
+    """Start an endpoint on ``host``:``port`` (0: a free port) and return it once it answers.
+
+    ``clock``: ``"real"`` (the time runs) or ``"fake"`` (frozen until advanced). ``config``: a
+    TOML file (or its parsed content) of queues to create (:func:`load_config`). ``record``: a
+    directory the service records every queue's trace in. ``service``: the operation layer's
+    factory (default ``server.service.Service``). Raises ``OSError`` if it cannot listen,
+    ``ConfigError`` for a bad config, ``TypeError``/``ValueError`` naming a bad argument.
+    """
+    if not isinstance(host, str) or not host:
+        raise TypeError(f"host must be a non-empty string, got {host!r}")
+    if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
+        raise ValueError(f"port must be an int in 0..65535, got {port!r}")
+    if clock not in ("real", "fake"):
+        raise ValueError(f"clock must be 'real' or 'fake', got {clock!r}")
+    specs = load_config(config) if config is not None else []
+    record_dir = pathlib.Path(record) if record is not None else None
+    factory = service if service is not None else _default_service(record_dir)
+    if not callable(factory):
+        raise TypeError(f"service must be a callable (clock -> service), got {factory!r}")
+    endpoint = Endpoint(host, port, clock=clock, config=specs, service=factory, max_body=max_body)
+    endpoint._start()
+    return endpoint
