@@ -998,6 +998,11 @@ class Service:
                 stored.first_receive = now_ms
             state.delivered[m.id] = (m.attempt, now)
             out.append(self._message(state, q, m, system, wanted))
+        if vt == 0:
+            # A visibility timeout of 0 ends the delivery at once: its deadline is now, so fire
+            # it now (the clock's timer for a time already reached runs only at its next tick,
+            # on a frozen fake clock at the next advance), as SQS shows the message again at once.
+            q.sweep()
         return {"Messages": out}
 
     def _message(
@@ -1238,6 +1243,8 @@ class Service:
                 "There is already a task running. Only one active task is allowed for a source "
                 "queue arn at a given time.",
             ) from None
+        if rate is not None:
+            source.q.sweep()  # the first tick is due at once: one message moves now
         task_id = str(uuid.uuid4())
         record = _Task(
             task_id,

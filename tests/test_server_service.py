@@ -638,3 +638,19 @@ async def test_purge_and_its_sixty_second_rule(c: Client) -> None:
     assert (await c.error("PurgeQueue", QueueUrl=url)).code == "PurgeQueueInProgress"
     c.clock.advance(1.0)
     await c.PurgeQueue(QueueUrl=url)
+
+
+@sqs
+async def test_a_zero_visibility_timeout_shows_the_message_again_at_once(c: Client) -> None:
+    url = (await c.CreateQueue(QueueName="q"))["QueueUrl"]
+    await c.SendMessage(QueueUrl=url, MessageBody="a")
+    [m] = (await c.ReceiveMessage(QueueUrl=url, VisibilityTimeout=0))["Messages"]
+    await c.SendMessage(QueueUrl=url, MessageBody="b")
+    got = await c.ReceiveMessage(QueueUrl=url, MaxNumberOfMessages=10, AttributeNames=["All"])
+    # Released before "b" was sent: back at the tail then, so first now, its second delivery.
+    assert [(x["Body"], x["Attributes"]["ApproximateReceiveCount"]) for x in got["Messages"]] == [
+        ("a", "2"),
+        ("b", "1"),
+    ]
+    err = await c.error("DeleteMessage", QueueUrl=url, ReceiptHandle=m["ReceiptHandle"])
+    assert err.code == "InvalidParameterValue"
