@@ -179,6 +179,17 @@ class _Task:
 
 
 @dataclass(eq=False)
+class _Attempt:
+    """A FIFO receive made with a ReceiveRequestAttemptId: when, its deliveries (id, attempt,
+    deadline) and its answer."""
+
+    at: float
+    incarnation: int
+    deliveries: list[tuple[str, int, float | None]]
+    result: dict[str, Any]
+
+
+@dataclass(eq=False)
 class _Queue:
     """One SQS queue: its impl queue and what SQS says about it besides its messages."""
 
@@ -198,6 +209,8 @@ class _Queue:
     #: FIFO: message id -> its sequence number (what a deduplicated send answers).
     sequence_of: dict[str, str] = field(default_factory=dict)
     tasks: list[_Task] = field(default_factory=list)
+    #: FIFO: the receives made with a ReceiveRequestAttemptId in the last 5 minutes.
+    attempts: dict[str, _Attempt] = field(default_factory=dict)
     trace: IO[str] | None = None
 
     def attr_int(self, name: str) -> int:
@@ -945,9 +958,13 @@ class Service:
         > 0 is a long poll bounded in real time (``asyncio.wait_for`` around a blocking impl
         receive): it returns as soon as a message is deliverable, also while the server's clock
         is frozen, and a cancelled poll has taken nothing. A queue deleted during the poll
-        answers empty; one rebuilt by SetQueueAttributes is polled on. ``ReceiveRequestAttemptId``
-        is accepted and not used: a retried receive gets new deliveries (SQS: the same ones,
-        within 5 minutes)."""
+        answers empty; one rebuilt by SetQueueAttributes is polled on.
+
+        ``ReceiveRequestAttemptId`` (FIFO): a retry with the same id within 5 minutes answers
+        the same messages and receipt handles, and restarts their visibility timeout, as long
+        as every one of those deliveries is still in flight untouched (not deleted, released or
+        changed since); otherwise it is a new receive. On a standard queue it is ignored, as on
+        SQS."""
         state = self._queue(p["QueueUrl"])
         n = (
             self._check_int("MaxNumberOfMessages", p.get("MaxNumberOfMessages"), 1, MAX_RECEIVE)
@@ -964,6 +981,10 @@ class Service:
             raise _invalid(f"Value {attempt_id} for parameter ReceiveRequestAttemptId is invalid.")
         if wait is None:
             wait = state.attr_int("ReceiveMessageWaitTimeSeconds")
+        if attempt_id is not None and state.fifo:
+            again = self._retried(state, attempt_id, vt_given)
+            if again is not None:
+                return again
         loop = asyncio.get_running_loop()
         deadline = loop.time() + wait
         while True:
@@ -1003,7 +1024,44 @@ class Service:
             # it now (the clock's timer for a time already reached runs only at its next tick,
             # on a frozen fake clock at the next advance), as SQS shows the message again at once.
             q.sweep()
-        return {"Messages": out}
+        result = {"Messages": out}
+        if attempt_id is not None and state.fifo and out:
+            flying = {(m.id, m.attempt): m.deadline for m in q.snapshot().in_flight}
+            state.attempts[attempt_id] = _Attempt(
+                now,
+                state.incarnation,
+                [(m.id, m.attempt, flying.get((m.id, m.attempt))) for m in got],
+                result,
+            )
+        return result
+
+    def _retried(
+        self, state: _Queue, attempt_id: str, vt_given: int | None
+    ) -> dict[str, Any] | None:
+        """The answer to a FIFO receive retried with ``attempt_id``, or None: a new receive."""
+        now = self._clock.now()
+        for key in [k for k, a in state.attempts.items() if a.at + DEDUP_INTERVAL <= now]:
+            del state.attempts[key]
+        earlier = state.attempts.get(attempt_id)
+        if earlier is None or earlier.incarnation != state.incarnation:
+            return None
+        q = state.q
+        flying = {(m.id, m.attempt): m.deadline for m in q.snapshot().in_flight}
+        if any(
+            deadline is None or flying.get((mid, attempt)) != deadline
+            for mid, attempt, deadline in earlier.deliveries
+        ):
+            del state.attempts[attempt_id]
+            return None
+        vt = float(vt_given if vt_given is not None else state.attr_int("VisibilityTimeout"))
+        q.change_visibility_batch([(q.receipt(mid, a), vt) for mid, a, _ in earlier.deliveries])
+        if vt == 0:
+            q.sweep()
+            del state.attempts[attempt_id]
+            return earlier.result
+        flying = {(m.id, m.attempt): m.deadline for m in q.snapshot().in_flight}
+        earlier.deliveries = [(mid, a, flying.get((mid, a))) for mid, a, _ in earlier.deliveries]
+        return earlier.result
 
     def _message(
         self,

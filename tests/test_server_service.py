@@ -654,3 +654,26 @@ async def test_a_zero_visibility_timeout_shows_the_message_again_at_once(c: Clie
     ]
     err = await c.error("DeleteMessage", QueueUrl=url, ReceiptHandle=m["ReceiptHandle"])
     assert err.code == "InvalidParameterValue"
+
+
+@sqs
+async def test_fifo_receive_request_attempt_id_answers_a_retry_alike(c: Client) -> None:
+    url = await fifo(c, ContentBasedDeduplication="true")
+    for body in ("a", "b"):
+        await c.SendMessage(QueueUrl=url, MessageBody=body, MessageGroupId="g")
+    first = await c.ReceiveMessage(
+        QueueUrl=url, MaxNumberOfMessages=1, ReceiveRequestAttemptId="r1"
+    )
+    c.clock.advance(20.0)
+    retry = await c.ReceiveMessage(
+        QueueUrl=url, MaxNumberOfMessages=1, ReceiveRequestAttemptId="r1"
+    )
+    assert retry == first
+    # The retry restarted the visibility timeout (30 s): still hidden 20 s later.
+    c.clock.advance(20.0)
+    assert await c.ReceiveMessage(QueueUrl=url) == {}
+    # Once the delivery is deleted, the same attempt id is a new receive.
+    [m] = first["Messages"]
+    await c.DeleteMessage(QueueUrl=url, ReceiptHandle=m["ReceiptHandle"])
+    again = await c.ReceiveMessage(QueueUrl=url, ReceiveRequestAttemptId="r1")
+    assert [x["Body"] for x in again["Messages"]] == ["b"]
