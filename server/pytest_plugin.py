@@ -1,0 +1,72 @@
+"""The SQS endpoint's pytest plugin: fixtures that give a test its own SQS on the fake clock.
+
+Installed with the project, it is registered as a ``pytest11`` entry point (``sqs_endpoint``), so
+any test in an environment that has the project gets these fixtures without a ``conftest.py``:
+
+``sqs_endpoint``
+    A running endpoint (``server.serve(port=0, clock="fake")``) on a free port of 127.0.0.1, new
+    for each test and closed after it. Its clock is frozen until the test moves it, so nothing
+    in the test depends on how fast the machine is. ``sqs_endpoint.url`` is the base URL.
+``sqs_client``
+    A boto3 SQS client for that endpoint: region ``us-east-1``, dummy credentials (the endpoint
+    checks none), whatever protocol the installed botocore speaks.
+``sqs_advance``
+    ``advance(seconds)``: move the endpoint's clock forward. A visibility timeout, a delay, a
+    deduplication window or a retention period passes at once, and a long poll waiting on the
+    queue is answered as soon as a message becomes visible.
+
+``examples/test_sqs_redelivery.py`` is a runnable example. ``-p no:sqs_endpoint`` turns the plugin
+off. The fixtures start the endpoint and import boto3 only when a test asks for them, so loading
+the plugin costs other pytest runs no client library.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+if TYPE_CHECKING:  # only for the annotations: the endpoint is imported when a fixture starts it
+    from server.endpoint import Endpoint
+
+
+#: The region the client is made for: any name works, the endpoint serves every region alike.
+REGION = "us-east-1"
+#: Credentials for the client: botocore signs every request, the endpoint checks no signature.
+DUMMY_CREDENTIALS = {"aws_access_key_id": "testing", "aws_secret_access_key": "testing"}
+
+
+@pytest.fixture
+def sqs_endpoint() -> Iterator[Endpoint]:
+    """An SQS endpoint on a free port of 127.0.0.1 on the fake clock, closed after the test."""
+    import server
+
+    with server.serve(port=0, clock="fake") as endpoint:
+        yield endpoint
+
+
+@pytest.fixture
+def sqs_client(sqs_endpoint: Endpoint) -> Iterator[Any]:
+    """A boto3 SQS client for ``sqs_endpoint`` (us-east-1, dummy credentials)."""
+    try:
+        import boto3  # type: ignore[import-untyped, unused-ignore]
+    except ModuleNotFoundError:  # pragma: no cover - boto3 is in the clients and dev extras
+        pytest.fail("the sqs_client fixture needs boto3: pip install boto3", pytrace=False)
+    # A session of its own: no profile, environment credentials or region of the machine leak in.
+    session = boto3.session.Session(region_name=REGION, **DUMMY_CREDENTIALS)
+    client = session.client("sqs", endpoint_url=sqs_endpoint.url)
+    try:
+        yield client
+    finally:
+        client.close()
+
+
+@pytest.fixture
+def sqs_advance(sqs_endpoint: Endpoint) -> Callable[[float], None]:
+    """``advance(seconds)``: move ``sqs_endpoint``'s fake clock forward by ``seconds``."""
+
+    def advance(seconds: float) -> None:
+        sqs_endpoint.advance(seconds)
+
+    return advance
