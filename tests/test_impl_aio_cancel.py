@@ -37,12 +37,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from functools import partial
+from pathlib import Path
 from typing import Any, Final, cast
 
 import pytest
 
 from impl import AsyncFifoQueue, AsyncQueue, Empty, Entry, FakeClock, Full, Message, ShutDown
-from model_tests.aio.loop import DeterministicLoop, fifo, started
+from model_tests.aio.loop import DeterministicLoop, fifo, started, where
 
 #: The timeout of every timed wait here: the strike of a timeout test advances the clock by it.
 D: Final = 5.0
@@ -242,6 +244,8 @@ class World:
         async def run() -> None:
             try:
                 await body()
+            except ShutDown:
+                pass  # an action after a shutdown strike: refused, it changed nothing
             except BaseException as e:
                 self.crashes.append(f"script action {name} died: {e!r}")
                 raise
@@ -455,9 +459,13 @@ def sweep(
     strike: Callable[[World], None],
     choose: Chooser = fifo,
     max_k: int = 400,
+    sites: set[str] | None = None,
+    after: Callable[[World], None] | None = None,
 ) -> list[str]:
     """Run ``build()``'s world with ``strike`` after k steps, for k = 0, 1, ... until the target
-    completes before k steps (checking every run to its end); the points struck, in order."""
+    completes before k steps (checking every run to its end); the points struck, in order.
+    ``sites`` collects the ``file:line`` of the shell where the probed task was suspended;
+    ``after`` is a further check of each struck run, at its end."""
     points: list[str] = []
     for k in range(max_k):
         w = build()
@@ -470,9 +478,13 @@ def sweep(
                 w.finish(choose)  # the target ends before any strike: every point was struck
                 return points
             points.append(w.point())
+            if sites is not None and w.probe is not None and points[-1] in ("waiting", "woken"):
+                sites.add(where(w.probe))
             with w.loop.running():
                 strike(w)
             w.finish(choose)
+            if after is not None:
+                after(w)
             if n < k:  # idle with the script done: the target waits for ever, struck there
                 return points
         finally:
@@ -624,6 +636,59 @@ def test_cancelled_at_any_point_among_waiting_receivers_and_senders_of_a_fifo_qu
 ) -> None:
     points = sweep(lambda: mixed_fifo_world(target_kind, PLAIN), cancel_target, CHOOSERS[order])
     _assert_swept(points)
+
+
+def shut_down(w: World) -> None:
+    w.q.shutdown()
+
+
+def _every_wait_ended(w: World) -> None:
+    # After a shutdown nobody waits, and every operation returned or raised ShutDown.
+    assert not w.waiting, [t.get_name() for t in w.waiting]
+    assert set(w.outcomes.values()) <= {"ok", "ShutDown"}, w.outcomes
+
+
+@pytest.mark.parametrize("order", ["fifo", "lifo"])
+@pytest.mark.parametrize(
+    ("fifo_queue", "world"),
+    [(f, k) for f in (False, True) for k in ("receivers", "senders")] + [(True, "mixed")],
+)
+def test_a_shutdown_at_any_point_ends_every_wait_and_loses_nothing(
+    fifo_queue: bool, world: str, order: str
+) -> None:
+    # shutdown() wakes every waiter: receivers take what is still deliverable, then raise
+    # ShutDown, as senders do; at whatever point the shutdown finds each of them.
+    def build() -> World:
+        if world == "receivers":
+            return receivers_world(fifo_queue, "receive", 1, PLAIN)
+        if world == "senders":
+            return senders_world(fifo_queue, "send", 1, PLAIN)
+        return mixed_fifo_world("receive", PLAIN)
+
+    points = sweep(build, shut_down, CHOOSERS[order], after=_every_wait_ended)
+    _assert_swept(points)
+
+
+def test_the_sweeps_strike_every_await_site_of_the_shell() -> None:
+    # The await points are found by running, not listed by hand: every line of impl/aio.py
+    # where an operation awaits its waiter future (``await self._wait(...)``) is a line where
+    # some sweep found the target suspended, waiting or woken, and struck it there.
+    import impl.aio
+
+    source = Path(impl.aio.__file__).read_text().splitlines()
+    expected = {
+        f"impl/aio.py:{i}" for i, line in enumerate(source, 1) if "await self._wait(" in line
+    }
+    assert len(expected) >= 4, expected  # receive, receive_batch, send, send_batch
+    seen: set[str] = set()
+    for f in (False, True):
+        for kind in RECEIVE_KINDS:
+            sweep(partial(receivers_world, f, kind, 1, PLAIN), cancel_target, sites=seen)
+        for kind in SEND_KINDS:
+            sweep(partial(senders_world, f, kind, 1, PLAIN), cancel_target, sites=seen)
+    # (where() cannot look inside an async generator's __anext__: async for's task shows the
+    # test's own line, its wait being receive's, struck through the receive sweeps)
+    assert {s for s in seen if s.startswith("impl/")} == expected
 
 
 def test_the_sweep_catches_the_two_teaching_mutants() -> None:
