@@ -991,9 +991,12 @@ class Service:
             q = state.q
             vt = float(vt_given if vt_given is not None else state.attr_int("VisibilityTimeout"))
             try:
-                if wait == 0:
+                try:
+                    # First without waiting (no task, no timer): the common case of a backlog.
                     got = await q.receive_batch(n, block=False, visibility_timeout=vt)
-                else:
+                except impl.Empty:
+                    if wait == 0 or loop.time() >= deadline:
+                        raise
                     got = await asyncio.wait_for(
                         q.receive_batch(n, block=True, visibility_timeout=vt),
                         max(0.0, deadline - loop.time()),

@@ -677,3 +677,19 @@ async def test_fifo_receive_request_attempt_id_answers_a_retry_alike(c: Client) 
     await c.DeleteMessage(QueueUrl=url, ReceiptHandle=m["ReceiptHandle"])
     again = await c.ReceiveMessage(QueueUrl=url, ReceiveRequestAttemptId="r1")
     assert [x["Body"] for x in again["Messages"]] == ["b"]
+
+
+@sqs
+async def test_a_long_poll_goes_on_across_a_rebuild(c: Client) -> None:
+    url = (await c.CreateQueue(QueueName="q"))["QueueUrl"]
+    poll = asyncio.create_task(c.ReceiveMessage(QueueUrl=url, WaitTimeSeconds=20))
+    await settle()
+    # The queue is empty: a retention change rebuilds its impl queue under the waiting poll.
+    await c.SetQueueAttributes(QueueUrl=url, Attributes={"MessageRetentionPeriod": "600"})
+    await settle()
+    assert not poll.done()
+    await c.SendMessage(QueueUrl=url, MessageBody="x")
+    got = await asyncio.wait_for(poll, 5.0)
+    assert [m["Body"] for m in got["Messages"]] == ["x"]
+    # Its receipt is of the new impl queue: it deletes.
+    await c.DeleteMessage(QueueUrl=url, ReceiptHandle=got["Messages"][0]["ReceiptHandle"])
