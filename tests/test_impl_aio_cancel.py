@@ -37,6 +37,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dis
+import random
 import types
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from functools import partial
@@ -470,6 +471,8 @@ def sweep(
     points: list[str] = []
     for k in range(max_k):
         w = build()
+        if isinstance(choose, Seeded):
+            choose.reset()
         try:
             n = 0
             while n < k and w.step(choose):
@@ -995,3 +998,70 @@ def test_a_task_group_whose_member_fails_after_its_step_cancels_the_rest_in_that
         assert set(members) <= {"Boom", "ok", "CancelledError"}, w.outcomes
     finally:
         w.close()
+
+
+# =============================================================================================
+# More strikes and more orders
+# =============================================================================================
+
+
+def cancel_target_and_the_woken(w: World) -> None:
+    """Cancel the target and, in the same iteration, every other task whose wakeup is pending:
+    several wakeups to pass on at once (a batch woke two, a freed slot and an unlocked group)."""
+    cancel_target(w)
+    for task in list(w.waiting):
+        if task is not w.target and _point(task) == "woken":
+            w.loop.cancel(task)
+
+
+def _world(name: str, fifo_queue: bool, wrap: str = PLAIN) -> World:
+    if name == "receivers":
+        return receivers_world(fifo_queue, "receive", 1, wrap)
+    if name == "batch receivers":
+        return receivers_world(fifo_queue, "receive_batch", 2, wrap)
+    if name == "senders":
+        return senders_world(fifo_queue, "send", 1, wrap)
+    if name == "batch senders":
+        return senders_world(fifo_queue, "send_batch", 2, wrap)
+    return mixed_fifo_world("send", wrap)
+
+
+WORLDS: Final = [
+    (f, name)
+    for f in (False, True)
+    for name in ("receivers", "batch receivers", "senders", "batch senders")
+] + [(True, "mixed")]
+
+
+@pytest.mark.parametrize(("fifo_queue", "world"), WORLDS)
+def test_several_woken_waiters_cancelled_in_one_iteration_pass_every_wakeup_on(
+    fifo_queue: bool, world: str
+) -> None:
+    points = sweep(partial(_world, world, fifo_queue), cancel_target_and_the_woken)
+    _assert_swept(points)
+
+
+class Seeded:
+    """A random order of the ready callbacks, the same for the same seed: :func:`sweep`
+    restarts it for each run, so that every run takes the same steps up to its strike."""
+
+    def __init__(self, seed: int) -> None:
+        self.seed = seed
+        self.reset()
+
+    def reset(self) -> None:
+        self.rng = random.Random(self.seed)
+
+    def __call__(self, ready: Sequence[asyncio.Handle]) -> int:
+        return self.rng.randrange(len(ready))
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize(("fifo_queue", "world"), WORLDS)
+def test_cancels_and_timeouts_in_random_orders_of_the_loop(
+    fifo_queue: bool, world: str, seed: int
+) -> None:
+    # The same sweeps in orders no scheduler picks on purpose (each order a seed's, so a
+    # failure replays): a cancel, and an asyncio.timeout expiring, at every point.
+    sweep(partial(_world, world, fifo_queue), cancel_target, Seeded(seed))
+    sweep(partial(_world, world, fifo_queue, TIMEOUT_CM), expire, Seeded(seed))
