@@ -364,3 +364,15 @@ def test_aio_command_prints_only_the_asyncio_rows_and_writes_them_as_json(tmp_pa
     assert len(table) == 1 + len(keys)
     line = next(ln for ln in table if ln.startswith("| asyncio cycle throughput 1/1 tasks "))
     assert "ratio >= 0.5" in line and ("PASS" in line or "FAIL" in line)
+
+
+def test_the_recorded_asyncio_run_printed_what_its_json_holds() -> None:
+    # docs/runs/bench-aio.txt (quoted whole in docs/benchmarks.md) and bench-aio.json (its rows,
+    # for the figures a page may quote) are one run: the JSON's rows print as the text's table.
+    runs = ROOT / "docs" / "runs"
+    text = (runs / "bench-aio.txt").read_text()
+    record = json.loads((runs / "bench-aio.json").read_text())
+    assert text.splitlines()[0].startswith(f"# {record['command']} ")
+    rows = [Row(**{k: v for k, v in r.items() if k != "skipped"}) for r in record["rows"]]
+    assert format_table(rows) in text
+    assert {r.key for r in rows} == {k for k in EXPECTED_KEYS if k.startswith("aio_")}
