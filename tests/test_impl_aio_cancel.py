@@ -1056,7 +1056,9 @@ class Seeded:
         return self.rng.randrange(len(ready))
 
 
-@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize(
+    "seed", [0, 1, *(pytest.param(s, marks=pytest.mark.slow) for s in range(2, 10))]
+)
 @pytest.mark.parametrize(("fifo_queue", "world"), WORLDS)
 def test_cancels_and_timeouts_in_random_orders_of_the_loop(
     fifo_queue: bool, world: str, seed: int
