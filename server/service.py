@@ -50,6 +50,7 @@ import binascii
 import hashlib
 import itertools
 import json
+import logging
 import pathlib
 import re
 import time
@@ -57,7 +58,7 @@ import urllib.parse
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import IO, Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import impl
 from impl.redrive import RedriveStatus, RedriveTask
@@ -68,7 +69,12 @@ from server.md5 import md5_of_message_attributes
 from server.messages import Stored
 from server.receipts import Handle, decode, encode
 
+if TYPE_CHECKING:
+    from tla.recorded import Recorder
+
 __all__ = ["Service"]
+
+log = logging.getLogger("server.service")
 
 #: SQS's visibility limit, seconds: per call, and total from a delivery's receive.
 MAX_VISIBILITY: Final = 43_200
@@ -211,7 +217,6 @@ class _Queue:
     tasks: list[_Task] = field(default_factory=list)
     #: FIFO: the receives made with a ReceiveRequestAttemptId in the last 5 minutes.
     attempts: dict[str, _Attempt] = field(default_factory=dict)
-    trace: IO[str] | None = None
 
     def attr_int(self, name: str) -> int:
         return int(self.attrs[name])
@@ -238,9 +243,10 @@ class Service:
 
     ``clock``: the queues' time (the server's ``ServerClock``, or an ``impl.FakeClock`` in
     tests); ``account`` and ``region`` make the queue URLs (``{base_url}/{account}/{name}``) and
-    ARNs; ``record``: a directory into which every impl queue's trace is written, one JSON line
-    per step (``[action, args, result, now]``, ``impl.BaseQueue.record_trace``'s steps) in
-    ``<queue name>.<incarnation>.jsonl``. SQS timestamps are epoch milliseconds: the epoch at
+    ARNs; ``record``: a directory into which the run is recorded (``tla.recorded.Recorder``:
+    every queue with its configuration and every step of its trace, a rebuilt queue as one
+    deleted and created again), which ``python -m tla.recorded DIR`` checks against the TLA+
+    spec. SQS timestamps are epoch milliseconds: the epoch at
     the clock's reading 0 is taken once, here.
     """
 
@@ -255,9 +261,11 @@ class Service:
         self._clock = clock
         self._account = account
         self._region = region
-        self._record = record
+        self._recorder: Recorder | None = None
         if record is not None:
-            record.mkdir(parents=True, exist_ok=True)
+            from tla.recorded import Recorder  # only a recording endpoint needs tla
+
+            self._recorder = Recorder(record, start=clock.now())
         # The only wall-clock reading: where the clock's 0 falls in epoch time.
         self._epoch0 = time.time() - clock.now()
         self._queues: dict[str, _Queue] = {}
@@ -291,8 +299,14 @@ class Service:
     async def aclose(self) -> None:
         """Close every queue (their waiting receives return empty)."""
         for state in list(self._queues.values()):
-            self._close(state)
+            self._close(state, deleted=False)  # the recording ends with them still there
         self._queues.clear()
+        if self._recorder is not None:
+            recorder, self._recorder = self._recorder, None
+            try:
+                recorder.close()
+            except ValueError as e:  # tla.recorded.RecordingError: a write failed mid-run
+                log.error("the trace recording stopped early: %s", e)
 
     # -- helpers ---------------------------------------------------------------------------------
 
@@ -325,11 +339,10 @@ class Service:
             return None
         return self._queues.get(arn[len(prefix) :])
 
-    def _close(self, state: _Queue) -> None:
+    def _close(self, state: _Queue, *, deleted: bool = True) -> None:
         state.q.close()
-        if state.trace is not None:
-            state.trace.close()
-            state.trace = None
+        if deleted and self._recorder is not None:
+            self._recorder.deleted(state.name)
 
     def _sources(self, state: _Queue) -> list[_Queue]:
         """The existing queues whose impl queue moves its dead letters into ``state``'s."""
@@ -415,18 +428,22 @@ class Service:
         return None
 
     def _start_trace(self, state: _Queue) -> None:
-        if self._record is None:
+        # Before the queue's first operation: the recording sees every step of it.
+        if self._recorder is None:
             return
-        path = self._record / f"{state.name}.{state.incarnation}.jsonl"
-        sink = path.open("a", encoding="utf-8")
-        state.trace = sink
-
-        def write(step: impl.TraceStep) -> None:
-            action, args, result, now = step
-            sink.write(json.dumps([action, args, result, now], default=str) + "\n")
-            sink.flush()
-
-        state.q.record_trace(write)
+        q = state.q
+        target = q.dead_letter
+        owner = None if target is None else self._owner.get(id(target))
+        sink = self._recorder.queue(
+            state.name,
+            fifo=state.fifo,
+            capacity=q.capacity,
+            max_receives=q.max_receives,
+            dead_letter=None if owner is None else owner.name,
+            retention=q.retention,
+            dedup_interval=DEDUP_INTERVAL if state.fifo else None,
+        )
+        q.record_trace(sink)
 
     def _rebuild_blocker(self, state: _Queue) -> str | None:
         """Why ``state``'s impl queue cannot be replaced without losing something, or None."""

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import pathlib
-from typing import Any
 
 from service_client import ACCOUNT, BASE, Client, counts, fifo, sqs
 
@@ -322,23 +321,33 @@ async def test_kms_and_sse_attributes_are_echoed(c: Client) -> None:
     assert a["KmsDataKeyReusePeriodSeconds"] == "300"
 
 
-def test_traces_are_recorded_per_queue(tmp_path: pathlib.Path) -> None:
+def test_the_run_is_recorded_for_tla(tmp_path: pathlib.Path) -> None:
     import asyncio
 
     from impl import FakeClock
     from server.service import Service
+    from tla.recorded import read_run
 
     async def main() -> None:
         c = Client(FakeClock())
         c.service = Service(c.clock, record=tmp_path)
-        url = (await c.CreateQueue(QueueName="q"))["QueueUrl"]
+        dlq = (await c.CreateQueue(QueueName="dlq"))["QueueUrl"]
+        url = (await c.CreateQueue(QueueName="q", Attributes={"RedrivePolicy": redrive("dlq", 1)}))[
+            "QueueUrl"
+        ]
         await c.SendMessage(QueueUrl=url, MessageBody="x")
         [m] = (await c.ReceiveMessage(QueueUrl=url))["Messages"]
         await c.DeleteMessage(QueueUrl=url, ReceiptHandle=m["ReceiptHandle"])
+        await c.DeleteQueue(QueueUrl=url)
+        await c.CreateQueue(QueueName="q")
+        await c.DeleteQueue(QueueUrl=dlq)
         await c.service.aclose()
 
     asyncio.run(main())
     [path] = tmp_path.iterdir()
-    steps: list[list[Any]] = [json.loads(line) for line in path.read_text().splitlines()]
-    assert [s[0] for s in steps] == ["send", "receive_batch", "delete"]
-    assert steps[2][2] is True
+    run = read_run(path)
+    assert run.ended and set(run.queues) == {"dlq.1", "q.1", "q.2"}
+    q1 = run.queues["q.1"]
+    assert (q1.dead_letter, q1.max_receives, q1.retention) == ("dlq.1", 1, 345600.0)
+    assert [s[0] for s in q1.steps] == ["send", "receive_batch", "delete"]
+    assert q1.steps[2][2] is True
