@@ -19,7 +19,9 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import re
 from collections.abc import Awaitable, Callable, Coroutine
+from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
@@ -461,3 +463,24 @@ def test_asyncio_queue_shutdown_from_3_13_drains_then_raises_queue_shutdown() ->
             await getter
 
     run(main())
+
+
+# -- the page these tests back --------------------------------------------------------------------
+
+
+def test_every_row_of_the_failure_model_table_names_tests_of_this_file_and_each_is_named() -> None:
+    page = Path(__file__).resolve().parents[1] / "docs" / "failure-model.md"
+    section = page.read_text().partition("## asyncio: `asyncio.Queue` and `impl.AsyncQueue`")[2]
+    table = [ln for ln in section.split("\n\n")[2].splitlines() if ln.startswith("| ")][1:]
+    assert len(table) >= 10
+    here = {name for name in globals() if name.startswith("test_")}
+    named: set[str] = set()
+    for row in table:
+        tests = set(re.findall(r"`(test_\w+)`", row.rsplit(" | ", 1)[1]))
+        assert tests and tests <= here, row
+        named |= tests
+    scenarios = here - {
+        "test_the_wakeup_scenarios_fail_on_the_two_wrong_designs",  # named in the prose
+        "test_every_row_of_the_failure_model_table_names_tests_of_this_file_and_each_is_named",
+    }
+    assert scenarios <= named, sorted(scenarios - named)
