@@ -2,10 +2,12 @@
 
 The worker runs in this process (celery.contrib.testing's ``start_worker``, the solo pool), so
 its consumer is Celery's own: kombu's asynchronous SQS transport on the worker's event loop,
-over pycurl. The queues are predefined (created first, as a deployment does): a task queue, and
-a source queue with a RedrivePolicy whose dead-letter queue receives a task the worker rejects,
-once its visibility timeout has passed (``advance``). The test waits for the task's effect on a
-bounded event, never on time.
+over pycurl. The queues are predefined (created first, as a deployment does): a task queue; a
+queue whose RedrivePolicy allows three receives, where a task that rejects itself once (an
+``acks_late`` task, so its message stays in flight) runs again when the visibility timeout has
+passed (``advance``); one allowing a single receive, whose dead-letter queue gets such a task;
+and a FIFO queue, whose tasks of one message group run in the order sent. The test waits for
+the tasks' effects on bounded events, never on time.
 """
 
 from __future__ import annotations
@@ -44,6 +46,8 @@ def queues(sqs_client: Any) -> dict[str, str]:
     arn = sqs_client.get_queue_attributes(QueueUrl=dead, AttributeNames=["QueueArn"])
     policy = {"deadLetterTargetArn": arn["Attributes"]["QueueArn"], "maxReceiveCount": "1"}
     attributes = {"VisibilityTimeout": str(VISIBILITY)}
+    retry = {**policy, "maxReceiveCount": "3"}
+    fifo = {"FifoQueue": "true", "ContentBasedDeduplication": "true", **attributes}
     return {
         "celery-work": sqs_client.create_queue(QueueName="celery-work", Attributes=attributes)[
             "QueueUrl"
@@ -52,6 +56,13 @@ def queues(sqs_client: Any) -> dict[str, str]:
             QueueName="celery-source",
             Attributes={**attributes, "RedrivePolicy": json.dumps(policy)},
         )["QueueUrl"],
+        "celery-retry": sqs_client.create_queue(
+            QueueName="celery-retry",
+            Attributes={**attributes, "RedrivePolicy": json.dumps(retry)},
+        )["QueueUrl"],
+        "celery-jobs.fifo": sqs_client.create_queue(QueueName="celery-jobs.fifo", Attributes=fifo)[
+            "QueueUrl"
+        ],
         "celery-dead": dead,
     }
 
@@ -81,7 +92,8 @@ def app(sqs_endpoint: Endpoint, queues: dict[str, str]) -> Iterator[Any]:
         task_ignore_result=True,
         broker_connection_retry_on_startup=False,
     )
-    app.conf.task_queues = [kombu.Queue(name) for name in ("celery-work", "celery-source")]
+    consumed = ("celery-work", "celery-source", "celery-retry", "celery-jobs.fifo")
+    app.conf.task_queues = [kombu.Queue(name) for name in consumed]
     yield app
     app.close()
 
@@ -122,3 +134,43 @@ def test_a_rejected_task_reaches_the_dead_letter_queue_after_its_visibility_time
     envelope = json.loads(base64.b64decode(moved["Body"]))
     assert envelope["headers"]["task"] == "poison"
     assert sqs_client.receive_message(QueueUrl=queues["celery-source"]).get("Messages", []) == []
+
+
+def test_a_rejected_task_runs_again_once_its_visibility_timeout_has_passed(
+    app: Any, sqs_endpoint: Endpoint
+) -> None:
+    attempts: list[int] = []
+    first, second = threading.Event(), threading.Event()
+
+    @app.task(name="flaky", acks_late=True)  # type: ignore[untyped-decorator]
+    def flaky() -> None:
+        attempts.append(len(attempts) + 1)
+        if len(attempts) == 1:
+            first.set()
+            raise Reject("not yet", requeue=False)  # left in flight for the redrive policy
+        second.set()
+
+    with start_worker(app, pool="solo", perform_ping_check=False, shutdown_timeout=WORK_BOUND):
+        flaky.apply_async(queue="celery-retry")
+        assert first.wait(WORK_BOUND), "the worker did not run the task"
+        assert not second.is_set()
+        sqs_endpoint.advance(VISIBILITY)
+        assert second.wait(WORK_BOUND), "the task did not come back"
+    assert attempts == [1, 2]
+
+
+def test_a_fifo_queues_tasks_of_one_group_run_in_the_order_sent(app: Any) -> None:
+    ran: list[int] = []
+    all_done = threading.Event()
+
+    @app.task(name="step")  # type: ignore[untyped-decorator]
+    def step(n: int) -> None:
+        ran.append(n)
+        if len(ran) == 5:
+            all_done.set()
+
+    for n in range(5):
+        step.apply_async((n,), queue="celery-jobs.fifo", MessageGroupId="order-42")
+    with start_worker(app, pool="solo", perform_ping_check=False, shutdown_timeout=WORK_BOUND):
+        assert all_done.wait(WORK_BOUND), f"the worker ran {ran}"
+    assert ran == [0, 1, 2, 3, 4]
