@@ -730,6 +730,39 @@ def test_the_sweep_catches_the_two_teaching_mutants() -> None:
         sweep(lambda: receivers_world(False, "receive", 1, PLAIN, HandoffAsyncQueue), cancel_target)
 
 
+class _AwaitAfterTheReceive(AsyncQueue[Any]):
+    """A broken shell: an ``await`` between a receive's step and its return, where a cancel
+    lands after the step has taken the delivery."""
+
+    async def receive(self, **kw: Any) -> Message[Any]:
+        m = await super().receive(**kw)
+        await asyncio.sleep(0)
+        return m
+
+
+class _AwaitAfterTheSend(AsyncQueue[Any]):
+    """The same between a send's step and its return."""
+
+    async def send(self, body: Any, **kw: Any) -> str:
+        id = await super().send(body, **kw)
+        await asyncio.sleep(0)
+        return id
+
+
+def test_the_sweep_catches_an_await_between_the_step_and_the_return() -> None:
+    # The promise the shell keeps, broken on purpose. The checks of every step flag the window
+    # itself (a step taken whose result has not reached its task by the end of that step),
+    # where a cancel would leave a delivery nobody holds (HeldDeliveries) or a message
+    # accepted though its sender saw the send fail (NothingLost: an id no send returned).
+    with pytest.raises(AssertionError, match="HeldDeliveries"):
+        sweep(
+            lambda: receivers_world(False, "receive", 1, PLAIN, _AwaitAfterTheReceive),
+            cancel_target,
+        )
+    with pytest.raises(AssertionError, match="NothingLost"):
+        sweep(lambda: senders_world(False, "send", 1, PLAIN, _AwaitAfterTheSend), cancel_target)
+
+
 # =============================================================================================
 # 2. Timeouts: asyncio.timeout, asyncio.wait_for and timeout= expiring at every await point
 # =============================================================================================
