@@ -3,7 +3,7 @@
 This module is the suite: the sizes, the targets, every row of the report, and the command line
 that ``python -m bench`` runs:
 
-    python -m bench                      # full run, about 2 minutes on 2 cores
+    python -m bench                      # full run, 2 to 3 minutes on 2 cores, asyncio rows too
     python -m bench --quick              # small sizes, a few seconds (the test's mode)
     python -m bench --json docs/bench/bench.json --plot docs/bench/bench.png
 
@@ -15,7 +15,9 @@ The optional baselines (persist-queue, moto) are skipped with a note when not in
 shared machine reports, it does not gate).
 
 The batch rows move messages ten at a time through 4 producers and 4 consumers and
-compare messages per second with ``queue.Queue``'s one put and one get per message.
+compare messages per second with ``queue.Queue``'s one put and one get per message. The last
+rows are the asyncio shell's beside ``asyncio.Queue`` (``bench.aio``, also ``python -m
+bench.aio``).
 
 What each figure means, and how it is measured, is in ``bench.cycle``,
 ``bench.state`` and ``bench.realtime``; ``docs/benchmarks.md`` has a recorded run.
