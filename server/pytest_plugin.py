@@ -53,7 +53,7 @@ def sqs_client(sqs_endpoint: Endpoint) -> Iterator[Any]:
         import boto3  # type: ignore[import-untyped, unused-ignore]
     except ModuleNotFoundError:  # pragma: no cover - boto3 is in the clients and dev extras
         pytest.fail("the sqs_client fixture needs boto3: pip install boto3", pytrace=False)
-    # A session of its own: no profile, environment credentials or region of the machine leak in.
+    # Credentials and region of its own, whatever the machine's profile or environment says.
     session = boto3.session.Session(region_name=REGION, **DUMMY_CREDENTIALS)
     client = session.client("sqs", endpoint_url=sqs_endpoint.url)
     try:
