@@ -360,3 +360,31 @@ def test_start_redrive_refuses_a_queue_of_another_shell_and_a_second_running_tas
         dlq.close()
 
     run(main())
+
+
+def test_a_message_older_than_the_targets_retention_ages_out_in_the_advance_that_moved_it() -> None:
+    # A standard move keeps the enqueue time: a message dead at t = 1 arrives in a target with
+    # retention 0.5 already due; the target's loop timer fires it in that same advance, before
+    # the receiver the move woke has taken its step: it finds nothing and waits on.
+    async def main() -> None:
+        clock = FakeClock()
+        dlq: AsyncQueue[str] = AsyncQueue(clock=clock, retention=0.5)
+        q: AsyncQueue[str] = AsyncQueue(
+            visibility_timeout=1.0, max_receives=1, clock=clock, dead_letter=dlq
+        )
+        await q.send("p", id="p")
+        await q.receive()
+        waiter = asyncio.create_task(dlq.receive())
+        await settle()
+        clock.advance(1.0)  # the move (the waiter woken), then the target's retention timer
+        assert dlq.aged_out() == ["p"]
+        assert [m.id for m in q.dead_letters()] == ["p"]
+        assert clock.callbacks() == 0
+        await settle()
+        assert not waiter.done()  # woken for a message that aged out first: waits again
+        await dlq.send("next", id="n")
+        assert (await waiter).id == "n"
+        q.close()
+        dlq.close()
+
+    run(main())
