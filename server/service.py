@@ -871,8 +871,11 @@ class Service:
 
     async def _op_SendMessage(self, p: dict[str, Any], base: str) -> dict[str, Any]:
         """SendMessage: SQS's checks (body characters, attributes, size, FIFO's group and dedup
-        id, no per-message delay on FIFO), then one impl send. A FIFO duplicate within 5 minutes
-        is accepted, changes nothing and answers the earlier message's id and sequence number."""
+        id, no per-message delay on FIFO: a ``DelaySeconds`` other than 0 is
+        ``InvalidParameterValue``), then one impl send. A standard queue takes a
+        ``MessageGroupId`` (SQS's fair queues) and echoes it, but orders as always. A FIFO
+        duplicate within 5 minutes is accepted, changes nothing and answers the earlier
+        message's id and sequence number."""
         state = self._queue(p["QueueUrl"])
         prepared = self._prepare(state, p, "")
         q = state.q
