@@ -1109,10 +1109,16 @@ class Service:
             "MessageDeduplicationId": stored.dedup_id if state.fifo else None,
             "SequenceNumber": stored.sequence_number if state.fifo else None,
         }
-        if "DeadLetterQueueSourceArn" in system:
+        if "DeadLetterQueueSourceArn" in system or (
+            state.fifo and "MessageDeduplicationId" in system
+        ):
             source = q.source_of(m.id)
             owner = None if source is None else self._owner.get(id(source))
             facts["DeadLetterQueueSourceArn"] = None if owner is None else owner.arn
+            if state.fifo and source is not None:
+                # AWS: in a FIFO dead-letter queue, "the original message's deduplication ID
+                # will be replaced with the original message's ID".
+                facts["MessageDeduplicationId"] = m.id
         for name in sorted(system):
             value = facts.get(name)
             if value is not None:

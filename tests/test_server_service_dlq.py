@@ -351,3 +351,22 @@ def test_the_run_is_recorded_for_tla(tmp_path: pathlib.Path) -> None:
     assert (q1.dead_letter, q1.max_receives, q1.retention) == ("dlq.1", 1, 345600.0)
     assert [s[0] for s in q1.steps] == ["send", "receive_batch", "delete"]
     assert q1.steps[2][2] is True
+
+
+@sqs
+async def test_a_fifo_dead_letter_names_its_source_and_its_id_as_dedup_id(c: Client) -> None:
+    await fifo(c, "dlq.fifo")
+    src = await fifo(c, "src.fifo", RedrivePolicy=redrive("dlq.fifo", 1))
+    sent = await c.SendMessage(
+        QueueUrl=src, MessageBody="x", MessageGroupId="g", MessageDeduplicationId="d"
+    )
+    [m] = (await c.ReceiveMessage(QueueUrl=src))["Messages"]
+    await c.ChangeMessageVisibility(
+        QueueUrl=src, ReceiptHandle=m["ReceiptHandle"], VisibilityTimeout=0
+    )
+    dlq = f"{BASE}/{ACCOUNT}/dlq.fifo"
+    [d] = (await c.ReceiveMessage(QueueUrl=dlq, AttributeNames=["All"]))["Messages"]
+    assert d["MessageId"] == sent["MessageId"]
+    assert d["Attributes"]["MessageDeduplicationId"] == sent["MessageId"]
+    assert d["Attributes"]["DeadLetterQueueSourceArn"] == arn("src.fifo")
+    assert d["Attributes"]["MessageGroupId"] == "g"
