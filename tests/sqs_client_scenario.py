@@ -2,12 +2,12 @@
 
 ``run(sqs, advance)`` does what an SQS user's code does: create queues, send (one and a batch,
 with message attributes), receive, delete (one and a batch), a redelivery after the visibility
-timeout, a change of visibility, dead-lettering through a RedrivePolicy, and FIFO groups with
-content-based deduplication. It returns what it saw as plain JSON-able facts; every client test
-(tests/test_server_clients_*.py) compares a client's facts with :data:`EXPECTED`, so each client
-is held to the same outcome. ``advance(seconds)`` moves the endpoint's fake clock: in-process
-that is ``Endpoint.advance``, from another process the control API's
-``POST /_control/clock/advance``.
+timeout, a change of visibility, dead-lettering through a RedrivePolicy, FIFO groups with
+content-based deduplication, and an error caught by its class. It returns what it saw as plain
+JSON-able facts; every client test (tests/test_server_clients_*.py) compares a client's facts
+with :data:`EXPECTED`, so each client is held to the same outcome. ``advance(seconds)`` moves
+the endpoint's fake clock: in-process that is ``Endpoint.advance``, from another process the
+control API's ``POST /_control/clock/advance``.
 
 Run as a script by another environment's interpreter (``.venv-query``: boto3 on a query-era
 botocore), it talks to the endpoint at ``sys.argv[1]`` and prints its facts as one JSON line::
@@ -49,6 +49,9 @@ EXPECTED: dict[str, Any] = {
         "dead_letter_queue": ["doomed"],
         "sources": ["/000000000000/work-src"],
     },
+    # An error as the client's code catches it: boto3's modelled exception class (JSON: from
+    # __type and x-amzn-query-error; query: from the ErrorResponse's legacy code).
+    "missing_queue_error": "QueueDoesNotExist",
     "fifo": {
         "order": ["a1", "b1", "a2"],
         "while_both_groups_in_flight": 0,
@@ -196,6 +199,13 @@ def run(sqs: Any, advance: Callable[[float], None]) -> dict[str, Any]:
         "dead_letter_queue": [m["Body"] for m in receive(dead, 10)],
         "sources": [urlsplit(u).path for u in sources],
     }
+
+    # An error the client's code handles by its class (dramatiq_sqs creates its queue on it).
+    try:
+        sqs.get_queue_url(QueueName="no-such-queue")
+        facts["missing_queue_error"] = None
+    except sqs.exceptions.QueueDoesNotExist as error:
+        facts["missing_queue_error"] = type(error).__name__
 
     # FIFO: order within a group, one group's messages in flight at a time, deduplication.
     fifo = sqs.create_queue(

@@ -34,6 +34,7 @@ class Awaited:
 
     def __init__(self, client: Any, loop: asyncio.AbstractEventLoop) -> None:
         self.meta = client.meta
+        self.exceptions = client.exceptions
         self._client = client
         self._loop = loop
 

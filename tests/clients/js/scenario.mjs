@@ -17,7 +17,9 @@ import {
   DeleteMessageBatchCommand,
   DeleteMessageCommand,
   GetQueueAttributesCommand,
+  GetQueueUrlCommand,
   ListDeadLetterSourceQueuesCommand,
+  QueueDoesNotExist,
   ReceiveMessageCommand,
   SendMessageBatchCommand,
   SendMessageCommand,
@@ -182,6 +184,14 @@ facts.dead_letters = {
   dead_letter_queue: (await receive(dead, 10)).map((m) => m.Body),
   sources: sources.map(path),
 };
+
+// An error the client's code handles by its name.
+try {
+  await sqs.send(new GetQueueUrlCommand({ QueueName: "no-such-queue" }));
+  facts.missing_queue_error = null;
+} catch (error) {
+  facts.missing_queue_error = error instanceof QueueDoesNotExist ? error.name : `other: ${error.name}`;
+}
 
 // FIFO: order within a group, one group's messages in flight at a time, deduplication.
 const fifo = (
