@@ -5,7 +5,8 @@ value has been checked; :func:`check` raises ``InvalidAttributeName`` for a name
 on that queue type (or a read-only one) and ``InvalidAttributeValue`` for a value out of SQS's
 range, before anything changes. The ranges are the API Reference's (SetQueueAttributes):
 
-- ``DelaySeconds`` 0..900, ``MaximumMessageSize`` 1,024..262,144, ``MessageRetentionPeriod``
+- ``DelaySeconds`` 0..900, ``MaximumMessageSize`` 1,024..1,048,576 (default 1 MiB, as SQS
+  since 2025 and botocore's model say), ``MessageRetentionPeriod``
   60..1,209,600, ``ReceiveMessageWaitTimeSeconds`` 0..20, ``VisibilityTimeout`` 0..43,200,
   ``KmsDataKeyReusePeriodSeconds`` 60..86,400;
 - ``RedrivePolicy``: JSON with ``deadLetterTargetArn`` and ``maxReceiveCount`` 1..1,000 (or the
@@ -40,7 +41,7 @@ __all__ = [
 #: Integer attributes and their ranges (inclusive).
 _RANGES: Final[dict[str, tuple[int, int]]] = {
     "DelaySeconds": (0, 900),
-    "MaximumMessageSize": (1024, 262_144),
+    "MaximumMessageSize": (1024, 1_048_576),
     "MessageRetentionPeriod": (60, 1_209_600),
     "ReceiveMessageWaitTimeSeconds": (0, 20),
     "VisibilityTimeout": (0, 43_200),
@@ -73,7 +74,7 @@ def defaults(fifo: bool) -> dict[str, str]:
     out = {
         "VisibilityTimeout": "30",
         "DelaySeconds": "0",
-        "MaximumMessageSize": "262144",
+        "MaximumMessageSize": "1048576",
         "MessageRetentionPeriod": "345600",
         "ReceiveMessageWaitTimeSeconds": "0",
         "SqsManagedSseEnabled": "true",

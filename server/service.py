@@ -85,8 +85,8 @@ MAX_RECEIVE: Final = 10
 DEDUP_INTERVAL: Final = 300.0
 #: PurgeQueue: one purge per queue per 60 s.
 PURGE_INTERVAL: Final = 60.0
-#: The most bytes one SendMessageBatch may carry in all (SendMessageBatch: 256 KiB).
-MAX_BATCH_BYTES: Final = 262_144
+#: The most bytes one SendMessageBatch may carry in all (SendMessageBatch: 1 MiB).
+MAX_BATCH_BYTES: Final = 1_048_576
 MAX_TAGS: Final = 50
 MAX_LIST: Final = 1000
 MAX_MOVE_RATE: Final = 500
@@ -895,7 +895,7 @@ class Service:
     async def _op_SendMessageBatch(self, p: dict[str, Any], base: str) -> dict[str, Any]:
         """SendMessageBatch: each entry checked as SendMessage (a bad one is a ``Failed`` entry,
         the others still go), then the good ones in one atomic impl ``send_batch``. All the
-        messages together over 256 KiB: ``BatchRequestTooLong`` and nothing is sent. On FIFO an
+        messages together over 1 MiB: ``BatchRequestTooLong`` and nothing is sent. On FIFO an
         entry repeating an earlier entry's dedup id is its duplicate (the same MessageId)."""
         state = self._queue(p["QueueUrl"])
         entries = p["Entries"]

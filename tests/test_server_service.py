@@ -112,7 +112,7 @@ async def test_get_queue_attributes_all_and_by_name(c: Client) -> None:
     attrs = (await c.GetQueueAttributes(QueueUrl=url, AttributeNames=["All"]))["Attributes"]
     assert attrs["QueueArn"] == f"arn:aws:sqs:us-east-1:{ACCOUNT}:q"
     assert attrs["VisibilityTimeout"] == "30"
-    assert attrs["MaximumMessageSize"] == "262144"
+    assert attrs["MaximumMessageSize"] == "1048576"
     assert attrs["MessageRetentionPeriod"] == "345600"
     assert attrs["ReceiveMessageWaitTimeSeconds"] == "0"
     assert attrs["ApproximateNumberOfMessages"] == "0"
@@ -472,7 +472,7 @@ async def test_batch_request_errors(c: Client) -> None:
     assert (await c.error("SendMessageBatch", QueueUrl=url, Entries=bad_id)).code == (
         "InvalidBatchEntryId"
     )
-    big = [{"Id": f"e{i}", "MessageBody": "x" * 30_000} for i in range(10)]
+    big = [{"Id": f"e{i}", "MessageBody": "x" * 110_000} for i in range(10)]
     assert (await c.error("SendMessageBatch", QueueUrl=url, Entries=big)).code == (
         "BatchRequestTooLong"
     )
@@ -693,3 +693,16 @@ async def test_a_long_poll_goes_on_across_a_rebuild(c: Client) -> None:
     assert [m["Body"] for m in got["Messages"]] == ["x"]
     # Its receipt is of the new impl queue: it deletes.
     await c.DeleteMessage(QueueUrl=url, ReceiptHandle=got["Messages"][0]["ReceiptHandle"])
+
+
+@sqs
+async def test_the_default_size_limit_is_one_mebibyte(c: Client) -> None:
+    url = (await c.CreateQueue(QueueName="q"))["QueueUrl"]
+    await c.SendMessage(QueueUrl=url, MessageBody="x" * 1_048_576)
+    err = await c.error("SendMessage", QueueUrl=url, MessageBody="x" * 1_048_577)
+    assert err.code == "InvalidParameterValue" and "1048576" in err.message
+    err = await c.error(
+        "SetQueueAttributes", QueueUrl=url, Attributes={"MaximumMessageSize": "1048577"}
+    )
+    assert err.code == "InvalidAttributeValue"
+    assert await counts(c, url) == (1, 0, 0)
