@@ -491,6 +491,8 @@ class Service:
                 "ends with .fifo must set the attribute FifoQueue to true."
             )
         checked = qattrs.check(given, fifo=fifo, creating=True)
+        if not fifo:
+            checked.pop("FifoQueue", None)  # "false" on a standard queue: what it is anyway
         tags = p.get("tags", {})
         self._check_tags(tags)
         existing = self._queues.get(name)

@@ -71,6 +71,11 @@ async def test_queue_names_and_fifo_suffix(c: Client) -> None:
     assert err.code == "InvalidParameterValue"
     await c.CreateQueue(QueueName="f.fifo", Attributes={"FifoQueue": "true"})
     assert c.service.queues() == ["f.fifo"]
+    # FifoQueue=false on a standard queue says what it is: no error, no attribute, idempotent.
+    url = (await c.CreateQueue(QueueName="s", Attributes={"FifoQueue": "false"}))["QueueUrl"]
+    await c.CreateQueue(QueueName="s", Attributes={"FifoQueue": "false"})
+    attrs = (await c.GetQueueAttributes(QueueUrl=url, AttributeNames=["All"]))["Attributes"]
+    assert "FifoQueue" not in attrs
 
 
 @sqs
