@@ -572,11 +572,27 @@ class Service:
 
     async def _op_DeleteQueue(self, p: dict[str, Any], base: str) -> dict[str, Any]:
         """DeleteQueue: at once, with its messages; receives waiting on it return empty. The name
-        is free again at once (no ``QueueDeletedRecently``)."""
+        is free again at once (no ``QueueDeletedRecently``). A running message move task that
+        may move into it (its destination, or its dead-letter queue's messages going back to
+        their sources, this among them) is cancelled, and so is one running on it: no move
+        goes into a deleted queue (SQS would fail the task)."""
         state = self._queue(p["QueueUrl"])
+        for record in self._tasks.values():
+            if record.task.status is not RedriveStatus.RUNNING:
+                continue
+            into = record.destination_arn == state.arn or (
+                record.destination_arn is None and record.source_arn == self._target_arn(state)
+            )
+            if into or record.source_arn == state.arn:
+                record.task.cancel()
         del self._queues[state.name]
         self._close(state)
         return {}
+
+    def _target_arn(self, state: _Queue) -> str | None:
+        target = state.q.dead_letter
+        owner = None if target is None else self._owner.get(id(target))
+        return None if owner is None else owner.arn
 
     async def _op_PurgeQueue(self, p: dict[str, Any], base: str) -> dict[str, Any]:
         """PurgeQueue: every delayed, visible and in-flight message is deleted in one step (SQS:

@@ -370,3 +370,25 @@ async def test_a_fifo_dead_letter_names_its_source_and_its_id_as_dedup_id(c: Cli
     assert d["Attributes"]["MessageDeduplicationId"] == sent["MessageId"]
     assert d["Attributes"]["DeadLetterQueueSourceArn"] == arn("src.fifo")
     assert d["Attributes"]["MessageGroupId"] == "g"
+
+
+@sqs
+async def test_deleting_a_queue_cancels_the_move_tasks_into_it(c: Client) -> None:
+    src, dlq = await pair(c, 1)
+    other = (await c.CreateQueue(QueueName="other"))["QueueUrl"]
+    await dead_letters(c, src, 3)
+    await c.StartMessageMoveTask(
+        SourceArn=arn("dlq"), DestinationArn=arn("other"), MaxNumberOfMessagesPerSecond=1
+    )
+    assert await counts(c, dlq) == (2, 0, 0)
+    await c.DeleteQueue(QueueUrl=other)
+    c.clock.advance(10.0)
+    assert await counts(c, dlq) == (2, 0, 0)  # nothing more moved into the deleted queue
+    [task] = (await c.ListMessageMoveTasks(SourceArn=arn("dlq")))["Results"]
+    assert (task["Status"], task["ApproximateNumberOfMessagesMoved"]) == ("CANCELLED", 1)
+    # Back to the sources: deleting the source cancels it too.
+    await c.StartMessageMoveTask(SourceArn=arn("dlq"), MaxNumberOfMessagesPerSecond=1)
+    assert await counts(c, src) == (1, 0, 0)
+    await c.DeleteQueue(QueueUrl=src)
+    c.clock.advance(10.0)
+    assert await counts(c, dlq) == (1, 0, 0)
