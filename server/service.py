@@ -454,6 +454,8 @@ class Service:
             return "it is the dead-letter queue of another queue"
         if any(t.task.status is RedriveStatus.RUNNING for t in state.tasks):
             return "a message move task runs on it"
+        if any(self._moves_into(t, state) for t in self._tasks.values()):
+            return "a message move task moves messages into it"
         target = state.q.dead_letter
         if target is not None:
             snap = target.snapshot()
@@ -578,16 +580,21 @@ class Service:
         goes into a deleted queue (SQS would fail the task)."""
         state = self._queue(p["QueueUrl"])
         for record in self._tasks.values():
-            if record.task.status is not RedriveStatus.RUNNING:
-                continue
-            into = record.destination_arn == state.arn or (
-                record.destination_arn is None and record.source_arn == self._target_arn(state)
-            )
-            if into or record.source_arn == state.arn:
+            if self._moves_into(record, state) or (
+                record.source_arn == state.arn and record.task.status is RedriveStatus.RUNNING
+            ):
                 record.task.cancel()
         del self._queues[state.name]
         self._close(state)
         return {}
+
+    def _moves_into(self, record: _Task, state: _Queue) -> bool:
+        """Whether a running move task may move messages into ``state``'s impl queue."""
+        if record.task.status is not RedriveStatus.RUNNING:
+            return False
+        return record.destination_arn == state.arn or (
+            record.destination_arn is None and record.source_arn == self._target_arn(state)
+        )
 
     def _target_arn(self, state: _Queue) -> str | None:
         target = state.q.dead_letter

@@ -392,3 +392,21 @@ async def test_deleting_a_queue_cancels_the_move_tasks_into_it(c: Client) -> Non
     await c.DeleteQueue(QueueUrl=src)
     c.clock.advance(10.0)
     assert await counts(c, dlq) == (1, 0, 0)
+
+
+@sqs
+async def test_a_queue_a_move_task_fills_is_not_rebuilt(c: Client) -> None:
+    src, _ = await pair(c, 1)
+    other = (await c.CreateQueue(QueueName="other"))["QueueUrl"]
+    await dead_letters(c, src, 2)
+    await c.StartMessageMoveTask(
+        SourceArn=arn("dlq"), DestinationArn=arn("other"), MaxNumberOfMessagesPerSecond=1
+    )
+    [m] = (await c.ReceiveMessage(QueueUrl=other))["Messages"]
+    await c.DeleteMessage(QueueUrl=other, ReceiptHandle=m["ReceiptHandle"])
+    err = await c.error(
+        "SetQueueAttributes", QueueUrl=other, Attributes={"MessageRetentionPeriod": "600"}
+    )
+    assert "move task" in err.message
+    c.clock.advance(1.0)
+    assert await counts(c, other) == (1, 0, 0)
