@@ -410,3 +410,21 @@ async def test_a_queue_a_move_task_fills_is_not_rebuilt(c: Client) -> None:
     assert "move task" in err.message
     c.clock.advance(1.0)
     assert await counts(c, other) == (1, 0, 0)
+
+
+@sqs
+async def test_dead_letter_sources_are_paged(c: Client) -> None:
+    dlq = (await c.CreateQueue(QueueName="dlq"))["QueueUrl"]
+    for name in ("c", "a", "b"):
+        await c.CreateQueue(QueueName=name, Attributes={"RedrivePolicy": redrive("dlq", 3)})
+    page = await c.ListDeadLetterSourceQueues(QueueUrl=dlq, MaxResults=2)
+    assert page["queueUrls"] == [f"{BASE}/{ACCOUNT}/a", f"{BASE}/{ACCOUNT}/b"]
+    rest = await c.ListDeadLetterSourceQueues(
+        QueueUrl=dlq, MaxResults=2, NextToken=page["NextToken"]
+    )
+    assert rest["queueUrls"] == [f"{BASE}/{ACCOUNT}/c"] and rest.get("NextToken") is None
+    err = await c.error("ListDeadLetterSourceQueues", QueueUrl=dlq, MaxResults=1001)
+    assert err.code == "InvalidParameterValue"
+    assert (await c.GetQueueUrl(QueueName="a", QueueOwnerAWSAccountId=ACCOUNT))["QueueUrl"]
+    err = await c.error("GetQueueUrl", QueueName="a", QueueOwnerAWSAccountId="111122223333")
+    assert err.code == "QueueDoesNotExist"
