@@ -15,14 +15,18 @@ any test in an environment that has the project gets these fixtures without a ``
     deduplication window or a retention period passes at once, and a long poll waiting on the
     queue is answered as soon as a message becomes visible.
 
-``examples/test_sqs_redelivery.py`` is a runnable example. ``-p no:sqs_endpoint`` turns the plugin
-off. The fixtures start the endpoint and import boto3 only when a test asks for them, so loading
-the plugin costs other pytest runs no client library.
+``pytest --sqs-record DIR`` makes every test's endpoint record the trace of each queue it serves
+into ``DIR`` (one file per endpoint), and ``python -m tla.recorded DIR`` then checks the whole
+session against the TLA+ spec with TLC. ``examples/test_sqs_redelivery.py`` is a runnable
+example. ``-p no:sqs_endpoint`` turns the plugin off. The fixtures start the endpoint and import
+boto3 only when a test asks for them, so loading the plugin costs other pytest runs no client
+library.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -37,12 +41,26 @@ REGION = "us-east-1"
 DUMMY_CREDENTIALS = {"aws_access_key_id": "testing", "aws_secret_access_key": "testing"}
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("sqs_endpoint", "the SQS endpoint's fixtures (server/pytest_plugin.py)")
+    group.addoption(
+        "--sqs-record",
+        metavar="DIR",
+        type=Path,
+        default=None,
+        help="record every queue of each sqs_endpoint into DIR (check: python -m tla.recorded DIR)",
+    )
+
+
 @pytest.fixture
-def sqs_endpoint() -> Iterator[Endpoint]:
+def sqs_endpoint(request: pytest.FixtureRequest) -> Iterator[Endpoint]:
     """An SQS endpoint on a free port of 127.0.0.1 on the fake clock, closed after the test."""
     import server
 
-    with server.serve(port=0, clock="fake") as endpoint:
+    record: Path | None = request.config.getoption("sqs_record")
+    if record is not None:
+        record.mkdir(parents=True, exist_ok=True)
+    with server.serve(port=0, clock="fake", record=record) as endpoint:
         yield endpoint
 
 

@@ -3,7 +3,8 @@ example.
 
 The example (examples/test_sqs_redelivery.py) runs in a pytest of its own, which gets the
 fixtures only through the project's ``pytest11`` entry point (no conftest.py names the plugin),
-so a broken registration fails here. The fixtures are then used directly: the endpoint is on
+so a broken registration fails here; run with ``--sqs-record``, its recording is accepted by
+TLC (``python -m tla.recorded``). The fixtures are then used directly: the endpoint is on
 127.0.0.1 on a frozen clock, ``sqs_advance`` moves it by exactly what it is given, and a long
 poll is answered by the advance that makes a message visible.
 """
@@ -43,6 +44,26 @@ def test_the_example_passes_with_the_fixtures_of_the_entry_point() -> None:
     done = pytest_run(str(EXAMPLE))
     assert done.returncode == 0, done.stdout + done.stderr
     assert "1 passed" in done.stdout
+
+
+def test_a_recorded_session_is_checked_against_the_spec(tmp_path: Path) -> None:
+    # The example's session recorded, then the recording checked by TLC: what a user does to
+    # validate their own tests' use of the endpoint.
+    record = tmp_path / "record"
+    done = pytest_run("--sqs-record", str(record), str(EXAMPLE))
+    assert done.returncode == 0, done.stdout + done.stderr
+    (recording,) = record.glob("*.jsonl")
+    assert '"name":"orders"' in recording.read_text()
+    checked = subprocess.run(
+        [sys.executable, "-m", "tla.recorded", str(record)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=SUBPROCESS_BOUND,
+        check=False,
+    )
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert "1 checks: 1 accepted, 0 rejected, 0 not checked" in checked.stdout
 
 
 def test_without_the_plugin_the_example_has_no_fixtures() -> None:
