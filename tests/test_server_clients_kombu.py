@@ -165,6 +165,8 @@ def test_the_asynchronous_transport_consumes_through_an_event_loop(connect: Any)
         producer.publish({"n": 1}, routing_key="kombu-async", declare=[work])
         producer.publish({"n": 2}, routing_key="kombu-async", declare=[work])
     channel = connection.default_channel
+    # The asynchronous half: kombu's own SQS connection over its pycurl client, on this hub.
+    assert type(channel.asynsqs()._httpclient).__name__ == "CurlClient"
     with kombu.Consumer(channel, queues=[work], callbacks=[on_message], accept=["json"]):
         deadline = time.monotonic() + WORK_BOUND
         while got.qsize() < 2 and time.monotonic() < deadline:
