@@ -10,6 +10,7 @@ skips on a developer's machine and fails in CI (``CI=true``), where setup must h
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import subprocess
@@ -29,11 +30,21 @@ IN_CI = os.environ.get("CI", "").lower() == "true"
 
 
 def missing(what: str) -> NoReturn:
-    """Skip (a developer's machine) or fail (CI) a test whose client ``what`` is not installed."""
+    """Skip (a developer's machine) or fail (CI) a test whose client ``what`` is not installed;
+    called while a module is collected, the same for every test of the module."""
     message = f"{what} is not installed here; bash scripts/setup installs it"
     if IN_CI:
         pytest.fail(f"{message}, and CI runs it first", pytrace=False)
-    pytest.skip(message)
+    pytest.skip(message, allow_module_level=True)
+
+
+def client_module(name: str) -> Any:
+    """The client library ``name`` of the clients extra (typed Any: their hints are partial),
+    or :func:`missing`."""
+    try:
+        return importlib.import_module(name)
+    except ModuleNotFoundError:
+        missing(f"{name} (the clients extra)")
 
 
 def venv_python(venv: str, *modules: str) -> Path:

@@ -20,15 +20,14 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
-from server_clients import WORK_BOUND
+from server_clients import WORK_BOUND, client_module
 
 from server import Endpoint
 
-# In the clients extra, installed wherever .venv is (typed Any: neither ships full hints).
-celery = pytest.importorskip("celery")
-kombu = pytest.importorskip("kombu")
-start_worker = pytest.importorskip("celery.contrib.testing.worker").start_worker
-Reject = pytest.importorskip("celery.exceptions").Reject
+celery = client_module("celery")
+kombu = client_module("kombu")
+start_worker = client_module("celery.contrib.testing.worker").start_worker
+Reject = client_module("celery.exceptions").Reject
 
 # kombu's pycurl client calls what pycurl deprecates; nothing of the endpoint's.
 pytestmark = [

@@ -17,13 +17,13 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from server_clients import WORK_BOUND
+from server_clients import WORK_BOUND, client_module
 
 from server import Endpoint
 from server.pytest_plugin import DUMMY_CREDENTIALS, REGION
 
-dramatiq = pytest.importorskip("dramatiq")  # in the clients extra: installed wherever .venv is
-from dramatiq_sqs import SQSBroker  # type: ignore[import-untyped]  # noqa: E402
+dramatiq = client_module("dramatiq")
+SQSBroker = client_module("dramatiq_sqs").SQSBroker
 
 VISIBILITY = 30
 

@@ -20,13 +20,12 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
-from server_clients import WORK_BOUND
+from server_clients import WORK_BOUND, client_module
 
 from server import Endpoint
 
-# In the clients extra, installed wherever .venv is (typed Any: kombu's hints are partial).
-kombu = pytest.importorskip("kombu")
-event_loop = pytest.importorskip("kombu.asynchronous")
+kombu = client_module("kombu")
+event_loop = client_module("kombu.asynchronous")
 
 VISIBILITY = 30
 # kombu's pycurl client calls what pycurl deprecates; nothing of the endpoint's.
