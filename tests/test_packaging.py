@@ -1,5 +1,6 @@
-"""The built wheel ships the four layers (``spec``, ``impl``, ``model_tests``, ``tla``) with their
-subpackages, no tests, and each entry point it ships runs once installed.
+"""The built wheel ships the four layers (``spec``, ``impl``, ``model_tests``, ``tla``) and the SQS
+endpoint (``server``) with their subpackages, no tests, and each entry point it ships runs once
+installed.
 
 The wheel is built once for the module from a copy of the checkout (its tracked and untracked,
 not ignored files, as a clean clone would have them), with the ``setuptools`` of this
@@ -13,12 +14,11 @@ wheel's metadata says its extra needs (``model_tests.conformance``: the ``confor
 one (offline), and only when the entry point's extra is tested.
 
 ``bench``, ``examples``, ``tools``, ``tests`` and ``model_tests/tests`` belong to the repository,
-not to the installed library (and so, until it serves the whole SQS API, does ``server``, the
-SQS endpoint, run from the checkout with its ``server`` extra): ``python -m bench``,
+not to the installed library: ``python -m bench``,
 ``examples.demo`` and ``tools.diagrams`` are documented as run from the repository root (they
 read and write the checkout's ``docs/`` and ``bench/``), so they are not in the wheel and not
-run here; the last test fails if a page of the documentation names a ``python -m`` of the four
-layers that this file does not run.
+run here; the last test fails if a page of the documentation names a ``python -m`` of the
+shipped packages that this file does not run (``python -m server`` with its ``server`` extra).
 """
 
 from __future__ import annotations
@@ -43,12 +43,12 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 ROOT = Path(__file__).resolve().parent.parent
-SHIPPED = {"spec", "impl", "model_tests", "tla"}
+SHIPPED = {"spec", "impl", "model_tests", "tla", "server"}
 #: Top-level packages of the repository that the wheel leaves out (see the module docstring).
-REPOSITORY_ONLY = {"bench", "examples", "server", "tools", "tests"}
+REPOSITORY_ONLY = {"bench", "examples", "tools", "tests"}
 PROJECT = canonicalize_name("sqs-queue-reference")
 
-#: Each ``python -m`` of the four layers that the documentation names: the extra it needs (from
+#: Each ``python -m`` of the shipped packages that the documentation names: the extra it needs (from
 #: the wheel's metadata) and options its ``--help`` must name.
 ENTRY_POINTS: dict[str, tuple[str | None, tuple[str, ...]]] = {
     "spec": (None, ("explore",)),
@@ -65,6 +65,8 @@ ENTRY_POINTS: dict[str, tuple[str | None, tuple[str, ...]]] = {
     "model_tests.conformance.systems": ("conformance", ("--endpoint", "--strict", "--yes")),
     "model_tests.conformance.measure_dlq": ("conformance", ()),
     "spec.html_system": (None, ()),
+    "tla.recorded": (None, ("--all", "--timeout")),
+    "server": ("server", ("--host", "--port", "--config", "--clock", "--record")),
 }
 #: Seconds any one subprocess (build, install, entry point) may take before the test fails.
 STEP_BOUND = 300
@@ -138,12 +140,12 @@ def wheel_metadata(wheel: zipfile.ZipFile) -> Message:
     return email.message_from_bytes(wheel.read(name))
 
 
-def test_the_wheel_ships_the_four_layers_only(wheel: zipfile.ZipFile) -> None:
+def test_the_wheel_ships_the_shipped_packages_only(wheel: zipfile.ZipFile) -> None:
     top = {p.parts[0] for p in names(wheel) if not p.parts[0].endswith(".dist-info")}
     assert top == SHIPPED
 
 
-def test_every_file_of_the_four_layers_ships_except_their_tests(
+def test_every_file_of_the_shipped_packages_ships_except_their_tests(
     built: Built, wheel: zipfile.ZipFile
 ) -> None:
     # Subpackages (the conformance kit, the scheduler) and data beside the code (py.typed, the
@@ -262,12 +264,12 @@ def with_extras(installed: Installed, wheel: zipfile.ZipFile) -> Installed:
 
 
 def test_the_layers_are_imported_from_the_fresh_environment(installed: Installed) -> None:
-    # Before any extra is linked in: the four layers import with the wheel alone, from it.
+    # Before any extra is linked in: the shipped packages import with the wheel alone, from it.
     modules = ", ".join(sorted(SHIPPED))
     done = installed.run("-c", f"import {modules}; print(*(m.__file__ for m in ({modules})))")
     assert done.returncode == 0, done.stderr
     files = [Path(f) for f in done.stdout.split()]
-    assert len(files) == 4
+    assert len(files) == len(SHIPPED)
     assert all(f.is_relative_to(installed.site) for f in files), files
     for top in REPOSITORY_ONLY | {"model_tests.tests"}:
         gone = installed.run("-c", f"import {top}")
@@ -337,5 +339,5 @@ def test_every_documented_entry_point_of_the_layers_is_run_here() -> None:
         for found in re.finditer(r"python3? -m ([A-Za-z_][\w.]*)", page.read_text("utf-8")):
             documented.add(found.group(1).rstrip("."))
     ours = {m for m in documented if m.split(".")[0] in SHIPPED}
-    assert ours, "no python -m of the four layers found in the documentation"
+    assert ours, "no python -m of the shipped packages found in the documentation"
     assert sorted(ours - set(ENTRY_POINTS)) == []

@@ -43,12 +43,6 @@ def pytest_run(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="server/ stays out of the wheel for now (tests/test_packaging.py), so an installed "
-    "wheel's pytest cannot load the plugin its metadata names (-p no:sqs_endpoint works around "
-    "it); shipping server/ makes this pass and the mark must go",
-)
 def test_the_wheel_ships_the_module_of_every_pytest_entry_point() -> None:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())
     plugins = project["project"]["entry-points"]["pytest11"]
