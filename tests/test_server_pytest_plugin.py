@@ -20,8 +20,6 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from server import Endpoint, pytest_plugin
 
 ROOT = Path(__file__).resolve().parent.parent
