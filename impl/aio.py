@@ -149,15 +149,18 @@ class _LoopSeams:
         q._sweeper = _TIMER
 
     def _aim(self, due: float) -> None:
-        # After the commit: the loop timer armed before it is due no later (see _pre_arm).
+        # After the commit: the loop timer was armed before it, due no later than ``due``
+        # (_AsyncBase._arming); only a step that could not be armed for is armed here.
         outer = self._outer()
         if outer is not None and not cast(BaseQueue[Any], self)._closed:
             outer._aim(due)
 
     def _prepare_release(self, dying: bool, now: float | None = None) -> float:
         # Before a release that may move a message into the target commits: a move into a
-        # target with a retention starts a retention timer there, due at once or later (a moved
-        # message keeps its enqueue time), so the target's loop timer is armed by ``now`` first.
+        # target with a retention starts a retention timer there, due at the message's enqueue
+        # time + the retention, which it keeps and which may have passed already; the target's
+        # loop timer due by ``now`` covers it (one already reached runs at the next move of the
+        # clock), so it is armed first and its failure vetoes the release.
         q = cast(BaseQueue[Any], self)
         at = super()._prepare_release(dying, now)  # type: ignore[misc]
         target = q._dlq

@@ -81,13 +81,17 @@ def _is_json(request: Request) -> bool:
 
 def _http_error_code(error: HttpError) -> SqsError:
     """The AWS common error for a request refused at the HTTP level (AWS's Common Errors:
-    RequestEntityTooLargeException is 413, MalformedHttpRequestException is 400; the status of
-    the HTTP condition is kept where HTTP names a more precise one, 414, 431, 501, 505)."""
+    RequestEntityTooLargeException is 413, MalformedHttpRequestException is 400). A 4xx the
+    HTTP layer names more precisely (414, 417, 431) keeps its status; what HTTP answers with a
+    5xx for the client's request (501 for a transfer coding, 505 for a version) is the
+    client's fault too, so 400: bad input is never a 5xx. Only the handler's own failure (500)
+    is ``InternalFailure``."""
     if error.status == 413:
         return SqsError("RequestEntityTooLargeException", error.message, status=413)
-    if error.status >= 500 and error.status not in (501, 505):
+    if error.status == 500:
         return SqsError("InternalFailure", error.message, status=500, sender_fault=False)
-    return SqsError("MalformedHttpRequestException", error.message, status=error.status)
+    status = error.status if 400 <= error.status < 500 else 400
+    return SqsError("MalformedHttpRequestException", error.message, status=status)
 
 
 class App:
@@ -130,9 +134,9 @@ class App:
         err = _http_error_code(error)
         request_id = _request_id()
         if request is not None and _is_json(request):
-            status, headers, body = self.model.json_error(err)
+            status, headers, body = self.model.json_error(_printable(err))
         else:
-            status, headers, body = self.model.query_error(err, request_id)
+            status, headers, body = self.model.query_error(_printable(err), request_id)
         headers["x-amzn-RequestId"] = request_id
         return Response(status, headers, body, close=error.close)
 
@@ -156,7 +160,7 @@ class App:
             result = await self.service.call(op, params, base_url=self.base_url(request))
             body = self.model.serialize_json(op, result)
         except SqsError as err:
-            status, headers, body = self.model.json_error(err)
+            status, headers, body = self.model.json_error(_printable(err))
         except Exception:
             log.exception("JSON %s failed inside the server", op)
             status, headers, body = self.model.json_error(_internal())
@@ -189,7 +193,7 @@ class App:
             result = await self.service.call(op, params, base_url=self.base_url(request))
             body = self.model.serialize_query(op, result, request_id)
         except SqsError as err:
-            status, headers, body = self.model.query_error(err, request_id)
+            status, headers, body = self.model.query_error(_printable(err), request_id)
         except Exception:
             log.exception("query %s failed inside the server", op)
             status, headers, body = self.model.query_error(_internal(), request_id)
@@ -199,13 +203,38 @@ class App:
         return Response(status, headers, body)
 
 
+#: What XML 1.0 cannot carry, even as a character reference (the C0 controls but tab, LF and
+#: CR; U+FFFE, U+FFFF), and what UTF-8 cannot encode (a lone surrogate).
+_UNPRINTABLE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff\ud800-\udfff]")
+
+
+def _printable(err: SqsError) -> SqsError:
+    """``err`` with a message either protocol can carry: an error message often quotes the
+    request (a queue name, an attribute), and a control character or a lone surrogate there
+    would make the XML unreadable or the UTF-8 unwritable. Each is written as ``\\xNN`` or
+    ``\\uNNNN`` instead."""
+    if not _UNPRINTABLE.search(err.message):
+        return err
+    message = _UNPRINTABLE.sub(lambda m: ascii(m.group())[1:-1], err.message)
+    return SqsError(
+        err.code,
+        message,
+        status=err.status,
+        sender_fault=err.sender_fault,
+        query_code=err.query_code,
+    )
+
+
 def _json_body(body: bytes) -> Any:
     """The JSON value of a request body (an empty body is ``{}``: an operation without
     members). What is not UTF-8 JSON is ``InvalidParameterValue`` naming the request body."""
     if not body.strip():
         return {}
     try:
-        return json.loads(body.decode("utf-8"))
+        value = json.loads(body.decode("utf-8"))
+        # A \ud800 escape decodes to a lone surrogate, which no UTF-8 answer could echo.
+        _check_text(value)
+        return value
     except (UnicodeDecodeError, ValueError, RecursionError) as e:
         # RecursionError: a body nested deeper than the parser's stack (one more bad body).
         reason = str(e) if not isinstance(e, RecursionError) else "nested too deeply"
@@ -213,6 +242,24 @@ def _json_body(body: bytes) -> Any:
             "InvalidParameterValue",
             f"The request body is not valid JSON: {reason[:200]}",
         ) from None
+
+
+def _check_text(value: Any) -> None:
+    # ValueError for a string (or key) holding a lone surrogate.
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if _SURROGATE.search(item):
+                raise ValueError("a string holds a lone surrogate (a \\uD800-\\uDFFF escape)")
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def _internal() -> SqsError:

@@ -182,6 +182,25 @@ def test_json_bad_input_is_a_documented_400(
     assert served.double.calls == []  # nothing reached the queues
 
 
+def test_a_lone_surrogate_in_json_is_invalid_parameter_value(served: Served) -> None:
+    status, _, body = served.json("CreateQueue", b'{"QueueName": "a\\ud800"}')
+    assert status == 400
+    assert body["__type"] == "com.amazonaws.sqs#InvalidParameterValue"
+    assert "surrogate" in body["message"]
+
+
+def test_an_error_quoting_a_control_character_is_still_readable(served: Served) -> None:
+    async def refuse(operation: str, params: dict[str, Any], *, base_url: str) -> dict[str, Any]:
+        raise SqsError("InvalidParameterValue", f"Bad name {params['QueueName']}")
+
+    served.double.call = refuse  # type: ignore[method-assign]
+    status, _, root = served.query({"Action": "CreateQueue", "QueueName": "a\x1fb\x00"})
+    assert status == 400
+    assert root.findtext(f"{NS}Error/{NS}Message") == "Bad name a\\x1fb\\x00"
+    status, _, body = served.json("CreateQueue", {"QueueName": "a\x1fb"})
+    assert body["message"] == "Bad name a\\x1fb"
+
+
 def test_a_json_content_type_without_a_target_is_invalid_action_in_json(served: Served) -> None:
     status, _, raw = served.request("POST", "/", b"{}", {"Content-Type": JSON_TYPE})
     assert status == 400

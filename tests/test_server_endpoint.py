@@ -366,3 +366,21 @@ def test_main_bad_config_exits_2(tmp_path: pathlib.Path) -> None:
     )
     assert result.returncode == 2
     assert "name" in result.stderr
+
+
+def test_real_clock_redelivery_wakes_a_long_poll() -> None:
+    # The real clock: the visibility timeout expires from the loop's timer at the real time,
+    # and the waiting receive gets the message then (generous bounds: a loaded machine).
+    with server.serve(port=0, clock="real") as ep:
+        sqs = client(ep.url)
+        url = sqs.create_queue(QueueName="rt", Attributes={"VisibilityTimeout": "1"})["QueueUrl"]
+        sqs.send_message(QueueUrl=url, MessageBody="again")
+        first = sqs.receive_message(QueueUrl=url)["Messages"][0]
+        start = time.monotonic()
+        second = sqs.receive_message(
+            QueueUrl=url, WaitTimeSeconds=10, AttributeNames=["ApproximateReceiveCount"]
+        )["Messages"][0]
+        elapsed = time.monotonic() - start
+        assert second["MessageId"] == first["MessageId"]
+        assert second["Attributes"]["ApproximateReceiveCount"] == "2"
+        assert 0.5 <= elapsed < 8.0

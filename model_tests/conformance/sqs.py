@@ -64,8 +64,10 @@ their batches) with a receipt the kit never saw (unknown id or attempt, attempt 
   ``...Delayed``, read just before) then ``PurgeQueue``; the count is that sum. It is exact on
   moto and approximate on a real endpoint. SQS allows one purge per queue every 60 seconds.
 - ``dead`` -> the kit drains the queue's dead-letter queue (``ReceiveMessage`` up to 10 at a
-  time until empty, then ``DeleteMessageBatch``) and appends the ids it finds, in the order
-  received, to the ids it found before; the output is that record. Draining consumes the DLQ's
+  time until empty, each round's messages deleted by ``DeleteMessageBatch``; on a FIFO queue
+  one at a time, since a FIFO batch comes group by group and one message a round, deleted
+  before the next, comes oldest first) and appends the ids it finds, in the order received,
+  to the ids it found before; the output is that record. Draining consumes the DLQ's
   copies, but the record keeps them, so ``dead`` is repeatable. No DLQ: ``[]``, no call.
 - ``advance`` -> the endpoint's clock (below); ``new`` -> another queue (and DLQ); ``use`` ->
   switch the current queue; the sweep after each op does nothing (SQS runs its own timers).
@@ -1017,11 +1019,15 @@ class SqsTarget:
             )
         if q.dlq_url is None:
             return []
+        # A FIFO dead-letter queue delivers a batch group by group, not in the order the
+        # messages died: one at a time, each deleted before the next receive (so its group is
+        # not locked), it delivers the oldest first, which is the order they died.
+        size = 1 if self._config.fifo else 10
         while True:
             got = self._call(
                 "receive_message",
                 QueueUrl=q.dlq_url,
-                MaxNumberOfMessages=10,
+                MaxNumberOfMessages=size,
                 WaitTimeSeconds=0,
                 VisibilityTimeout=MAX_VISIBILITY,
                 MessageAttributeNames=[ID_ATTRIBUTE],

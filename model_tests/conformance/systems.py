@@ -386,7 +386,7 @@ def judge(name: str, scenario: Scenario | Mapping[str, Any], got: Sequence[Outpu
             snapshot = _copy(model)
         out = apply(model, op)
         expected.append(out)
-        if first is None and (i >= len(got) or got[i] != out):
+        if first is None and (i >= len(got) or not _same(op, out, got[i])):
             first = At(
                 i,
                 op,
@@ -402,6 +402,21 @@ def judge(name: str, scenario: Scenario | Mapping[str, Any], got: Sequence[Outpu
         return Verdict(name, tuple(expected), tuple(got))
     named = tuple(b for b in Behaviour if b.explains(first))
     return Verdict(name, tuple(expected), tuple(got), first, named)
+
+
+def _same(op: Op, expected: Output, got: Output) -> bool:
+    """Whether the endpoint's output of ``op`` is the model's. A ``redrive_status`` from SQS
+    has no count of skipped messages (the kit gives ``null`` there, :meth:`model_tests.
+    conformance.sqs.SqsTarget.redrive_status`): that count is not compared."""
+    if (
+        isinstance(op, RedriveStatus)
+        and isinstance(expected, list)
+        and isinstance(got, list)
+        and len(expected) == len(got) == 4
+        and got[2] is None
+    ):
+        return [*got[:2], got[3]] == [*expected[:2], expected[3]]
+    return got == expected
 
 
 def _copy(model: ModelTarget) -> ModelTarget:
