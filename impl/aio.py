@@ -99,6 +99,10 @@ class _Waiters:
             self.notify()
 
 
+#: What a wait's own timeout timer resolves its future with: a wakeup no waker gave.
+_TIMED_OUT: Final = object()
+
+
 def _resolve_first(futures: deque[asyncio.Future[Any]], result: object = None) -> bool:
     """Resolve the first pending future of ``futures`` (dropping the done ones before it)."""
     while futures:
@@ -362,23 +366,35 @@ class _AsyncBase(Generic[T]):
         fut: asyncio.Future[Any] = loop.create_future()
         timer = None
         if deadline is not None:  # first: a call_at that fails leaves no waiter behind
-            timer = self._call_at(deadline, lambda: _resolve_first(deque([fut])))
+            timer = self._call_at(deadline, lambda: _resolve_first(deque([fut]), _TIMED_OUT))
         waiters = self._waiters[cond]
         waiters.append(fut)
         q = self._q
         q._waiting[cond] += 1
         try:
-            return await fut
+            got = await fut
+            return None if got is _TIMED_OUT else got
         except asyncio.CancelledError:
-            if fut.done() and not fut.cancelled():
+            # Pass on a wakeup a waker gave (it was meant for a waiter); not the one this
+            # wait's own timer gave, which woke nobody else's turn.
+            if fut.done() and not fut.cancelled() and fut.result() is not _TIMED_OUT:
                 self._pass_on(cond)
             raise
         finally:
             q._waiting[cond] -= 1
             if timer is not None:
                 timer.cancel()
-            if fut in waiters:  # else popped by the waker that resolved it
-                waiters.remove(fut)
+            # A future a waker resolved was popped by it. A withdrawn one (cancelled, or
+            # resolved by this wait's own timer) stays in the FIFO, skipped by every waker,
+            # until withdrawn ones are half of it: then the FIFO is compacted. So a wakeup
+            # and a withdrawal cost O(1) amortized however many tasks wait (a scan of the
+            # FIFO for each is quadratic in the waiters).
+            if not fut.done():
+                fut.cancel()
+            if len(waiters) > 2 * q._waiting[cond] + 16:
+                live = [f for f in waiters if not f.done()]
+                waiters.clear()
+                waiters.extend(live)
 
     def _wake_next(self, cond: object) -> None:
         """Wake one waiter of ``cond``: resolve its first pending future (what every notify of

@@ -936,12 +936,6 @@ def test_the_queues_own_timeout_due_with_the_wakeup_loses_to_the_step(
         w.close()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="impl/aio.py _wait passes on a wakeup that was its own timeout timer's: a task "
-    "whose timeout= fired and that is cancelled before its step wakes the next waiter for "
-    "nothing, and that waiter, finding nothing, waits again at the back of the line",
-)
 def test_a_timed_out_waiter_cancelled_before_its_step_leaves_the_others_in_their_order() -> None:
     w = World(visibility_timeout=30.0)
     t = w.op("T", "receive", 1, w.receive(), TIMEOUT_ARG, target=True)

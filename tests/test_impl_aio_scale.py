@@ -146,13 +146,6 @@ class _CountingLoop(DeterministicLoop):
         return _CountingFuture(loop=self)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="impl/aio.py _wait's finally scans the FIFO of waiters (`fut in waiters`, then "
-    "`waiters.remove(fut)`) for every wait that ends: O(waiters) per wakeup and per "
-    "cancellation, quadratic in the tasks that wait (10,000 waiters cancelled newest first: "
-    "about 10^8 comparisons)",
-)
 @pytest.mark.parametrize("how", ["woken in order", "cancelled newest first"])
 def test_a_wakeup_or_a_withdrawal_does_not_scan_the_other_waiters(how: str) -> None:
     n = 1_000
