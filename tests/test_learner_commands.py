@@ -58,9 +58,10 @@ _PYTHON3: Final = re.compile(r"(?<![\w/.-])python3(?![\w.])")
 LEARN_SETUP: Final = "python3 -m venv .venv && .venv/bin/python -m pip install -e '.[learn]'"
 FULL_SETUP: Final = "bash scripts/setup"
 #: What only the full set-up has: TLC (``python -m tla``, the diagrams drawn from TLC's traces,
-#: the tests that run TLC), the conformance kit (boto3, moto), the set-up scripts.
+#: the tests that run TLC), the conformance kit (boto3, moto), the SQS endpoint (botocore's
+#: model, the ``server`` extra), the set-up scripts.
 FULL_ONLY: Final = re.compile(
-    r"-m tla\b|-m tools\.diagrams\b|-m model_tests\.conformance\b|scripts/"
+    r"-m tla\b|-m tools\.diagrams\b|-m model_tests\.conformance\b|-m server\b|scripts/"
     r"|test_equivalence\.py|test_understanding_fifo\.py(?!.*not committed)"
 )
 #: Distributions the learner's environment must not have (the issue's "nothing else").
