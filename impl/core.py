@@ -720,10 +720,19 @@ class Core(Generic[T]):
     # -- self-check --------------------------------------------------------------------------
 
     def check(self) -> None:
-        """Cheap (O(1)) assertions of ``CapacityBound`` and ``OneState``'s counts."""
+        """Cheap (O(1)) checks of ``CapacityBound`` and ``OneState``'s counts: a broken one
+        raises ``AssertionError`` whose message is exactly the invariant's name.
+
+        Explicit raises, not ``assert`` statements: the check must hold under ``python -O``
+        too, and its message must not depend on who imported this module (pytest rewrites the
+        asserts of every package of a distribution that registers a pytest plugin, as this one
+        does with ``server.pytest_plugin``, and the rewritten message would carry the operands).
+        """
         active = len(self.visible) + len(self.in_flight) + len(self.delayed)
         cap = self.capacity
-        assert cap is None or active <= cap, "CapacityBound"
-        assert len(self.accepted) == active + len(self.done) + len(self.cancelled) + len(
+        if cap is not None and active > cap:
+            raise AssertionError("CapacityBound")
+        if len(self.accepted) != active + len(self.done) + len(self.cancelled) + len(
             self.dead
-        ) + len(self.aged) + len(self.moved), "OneState"
+        ) + len(self.aged) + len(self.moved):
+            raise AssertionError("OneState")
