@@ -68,7 +68,7 @@ def format_table(rows: list[Row]) -> str:
                 r.name,
                 f"{fmt(r.value)} {r.unit}",
                 f"{fmt(r.baseline)} {r.unit} ({r.baseline_name})",
-                f"{fmt(r.ratio)}x",
+                "-" if r.ratio is None or math.isinf(r.ratio) else f"{fmt(r.ratio)}x",
                 r.target or "-",
                 verdict,
             ]

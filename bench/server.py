@@ -13,6 +13,9 @@ credentials, no retries), over HTTP on 127.0.0.1. The rows (:func:`run`, :class:
 - ``server_cycle_vs_localstack``: the same beside LocalStack when one is running and named by
   ``BENCH_LOCALSTACK_URL`` (e.g. ``http://127.0.0.1:4566``); skipped otherwise, and the note says
   so (LocalStack needs Docker, or Python 3.13 and several workarounds without it).
+- ``server_cycle_vs_client_alone``: the same cycles beside the same boto3 client answered in
+  process (:func:`client_alone`): the client's own cost bounds every endpoint's rate, so this row
+  says how close the endpoint comes to that bound, and its note the ceiling of the moto ratio.
 - ``server_batch_msgs``: messages per second end to end in batches of 10
   (``SendMessageBatch``, ``ReceiveMessage`` of 10, ``DeleteMessageBatch``), :data:`BATCH_THREADS`
   threads sharing the one client, beside moto's server; target >= 2,600 messages/s (ElasticMQ's
@@ -34,6 +37,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import importlib.util
 import json
 import os
 import platform
@@ -89,6 +93,7 @@ _AUTHORIZATION: Final = (
 SERVER: Final = "this server"
 MOTO: Final = "moto ThreadedMotoServer"
 LOCALSTACK: Final = "LocalStack"
+ALONE: Final = "boto3 alone, answered in process"
 
 
 @dataclass(frozen=True)
@@ -194,6 +199,51 @@ def client(url: str, pool: int = 10) -> Any:
         aws_secret_access_key="bench",
         config=Config(retries={"total_max_attempts": 1}, max_pool_connections=pool),
     )
+
+
+#: What the in-process stand-in answers, by operation (:func:`client_alone`): SQS's shapes,
+#: the least each call's parser reads.
+_CANNED: Final[dict[str, dict[str, Any]]] = {
+    "CreateQueue": {"QueueUrl": "http://127.0.0.1:9/000000000000/bench"},
+    "DeleteQueue": {},
+    "SendMessage": {"MessageId": "m", "MD5OfMessageBody": "9dd4e461268c8034f5c8564e155c67a6"},
+    "ReceiveMessage": {
+        "Messages": [
+            {
+                "MessageId": "m",
+                "ReceiptHandle": "r",
+                "MD5OfBody": "9dd4e461268c8034f5c8564e155c67a6",
+                "Body": "x",
+            }
+        ]
+    },
+    "DeleteMessage": {},
+}
+
+
+def client_alone() -> Any:
+    """A client made as :func:`client` makes one, whose every call is answered in process
+    before it reaches a socket (botocore's ``before-send`` event returns a canned response):
+    what boto3 itself costs per call, the bound on any endpoint's rate through it."""
+    from botocore.awsrequest import AWSResponse  # type: ignore[import-untyped]
+
+    sqs = client("http://127.0.0.1:9")
+
+    class _Raw:
+        def __init__(self, body: bytes) -> None:
+            self._body = body
+
+        def stream(self, **_: object) -> Iterator[bytes]:
+            yield self._body
+
+    def answer(request: Any, **_: object) -> Any:
+        target = request.headers["X-Amz-Target"].decode().rpartition(".")[2]
+        body = json.dumps(_CANNED[target]).encode()
+        headers = {"Content-Type": "application/x-amz-json-1.0", "x-amzn-RequestId": "b"}
+        return AWSResponse(request.url, 200, headers, _Raw(body))
+
+    sqs.meta.events.register("before-send.sqs", answer)
+    return sqs
 
 
 def _queue(sqs: Any, prefix: str) -> str:
@@ -481,6 +531,36 @@ def _skipped(key: str, name: str, unit: str, baseline: str, note: str, target: s
     return Row(key, name, unit, None, baseline, None, None, target=target, note=note)
 
 
+#: What the rows need beyond the project (the ``server`` and ``conformance`` extras, which
+#: ``scripts/setup`` installs): boto3 drives every endpoint, moto's server is the baseline.
+NEEDS: Final = ("boto3", "moto", "flask", "werkzeug")
+#: Every row :func:`run` reports, by key, with its name (for the rows of a skipped run).
+KEYS: Final = (
+    "server_cycle_vs_moto_server",
+    "server_cycle_vs_localstack",
+    "server_cycle_vs_client_alone",
+    "server_batch_msgs",
+    "server_longpoll_memory",
+    "server_longpoll_idle_cpu",
+    "server_longpoll_answer_median",
+)
+
+
+def missing() -> list[str]:
+    """The packages of :data:`NEEDS` that are not installed."""
+    return [name for name in NEEDS if importlib.util.find_spec(name) is None]
+
+
+def rows(quick: bool) -> list[Row]:
+    """:func:`run`'s rows, or, when a package it needs is missing, each row skipped with a note
+    naming the packages (``python -m bench`` calls this)."""
+    absent = missing()
+    if not absent:
+        return run(quick)
+    note = f"skipped: {', '.join(absent)} not installed (pip install -e '.[server,conformance]')"
+    return [_skipped(key, key, "", "-", note) for key in KEYS]
+
+
 def run(quick: bool) -> list[Row]:
     """Every row of this module, measured now (see the module docstring)."""
     sizes = QUICK if quick else FULL
@@ -488,11 +568,13 @@ def run(quick: bool) -> list[Row]:
     with spawn(_SERVER_CODE, SERVER) as ours, spawn(_MOTO_CODE, MOTO) as moto:
         mine, theirs = client(ours.url), client(moto.url)
         progress("send + receive + delete cycles")
-        c_ours, c_moto = [], []
-        for _ in range(sizes.repeat):  # interleaved: background load hits both
+        alone = client_alone()
+        c_ours, c_moto, c_alone = [], [], []
+        for _ in range(sizes.repeat):  # interleaved: background load hits all three
             c_ours.append(cycles_per_second(mine, sizes.cycles))
             c_moto.append(cycles_per_second(theirs, sizes.baseline_cycles))
-        a, b = _median(c_ours), _median(c_moto)
+            c_alone.append(cycles_per_second(alone, sizes.cycles))
+        a, b, ceiling = _median(c_ours), _median(c_moto), _median(c_alone)
         note = (
             f"{sizes.cycles} cycles here, {sizes.baseline_cycles} on moto, median of "
             f"{sizes.repeat}; one boto3 client each, each call waiting for its answer"
@@ -509,6 +591,22 @@ def run(quick: bool) -> list[Row]:
         )
         rows.append(_judged(row, ">=", 10.0, "ratio >= 10"))
         rows.append(_localstack_row(a, sizes))
+        rows.append(
+            Row(
+                "server_cycle_vs_client_alone",
+                "SQS cycle, this endpoint beside boto3 alone",
+                "cycles/s",
+                a,
+                ALONE,
+                ceiling,
+                ratio(a, ceiling),
+                note=(
+                    f"the same client, every call answered in process (no socket, no endpoint): "
+                    f"no endpoint's rate through boto3 passes it, so beside moto the ratio's "
+                    f"ceiling is {ratio(ceiling, b):.1f}x here"
+                ),
+            )
+        )
         progress("batches of 10")
         mine_pool, theirs_pool = (
             client(ours.url, BATCH_THREADS * 2),

@@ -17,7 +17,8 @@ shared machine reports, it does not gate).
 The batch rows move messages ten at a time through 4 producers and 4 consumers and
 compare messages per second with ``queue.Queue``'s one put and one get per message. The last
 rows are the asyncio shell's beside ``asyncio.Queue`` (``bench.aio``, also ``python -m
-bench.aio``).
+bench.aio``), then the SQS endpoint's beside moto's server, through one boto3 client
+(``bench.server``, also ``python -m bench.server``; its own repeats, about a minute).
 
 What each figure means, and how it is measured, is in ``bench.cycle``,
 ``bench.state`` and ``bench.realtime``; ``docs/benchmarks.md`` has a recorded run.
@@ -40,6 +41,7 @@ from bench import aio as bench_aio
 from bench import cycle as bench_cycle
 from bench import plot as bench_plot
 from bench import realtime as bench_realtime
+from bench import server as bench_server
 from bench import state as bench_state
 from bench.report import Row, format_notes, format_table, ratio, to_json
 
@@ -66,6 +68,7 @@ class Sizes:
     aio_thread_cycles: int  # ... against impl.Queue through asyncio.to_thread (a thread hop each)
     aio_batch_messages: int  # messages per asyncio batch run
     aio_waiters: int  # receiver tasks waiting at once (idle CPU, wake order, memory)
+    server_quick: bool  # the SQS endpoint's rows at bench.server's quick sizes
 
 
 FULL = Sizes(
@@ -87,6 +90,7 @@ FULL = Sizes(
     aio_thread_cycles=2_400,
     aio_batch_messages=24_000,
     aio_waiters=10_000,
+    server_quick=False,
 )
 
 QUICK = replace(
@@ -106,6 +110,7 @@ QUICK = replace(
     aio_thread_cycles=160,
     aio_batch_messages=1_600,
     aio_waiters=1_000,
+    server_quick=True,
 )
 
 #: The batch rows' threads: 4 producers, 4 consumers.
@@ -424,6 +429,8 @@ def run(sizes: Sizes, repeat: int) -> tuple[list[Row], dict[str, Any]]:
     rows += realtime(sizes, repeat)
     progress("asyncio shell")
     rows += bench_aio.rows(sizes, repeat)
+    progress("the SQS endpoint")
+    rows += bench_server.rows(sizes.server_quick)
     series = {
         "threads": [list(c) for c in sizes.threads],
         "throughput": thr,
