@@ -16,7 +16,7 @@ any test in an environment that has the project gets these fixtures without a ``
     queue is answered as soon as a message becomes visible.
 
 ``pytest --sqs-record DIR`` makes every test's endpoint record the trace of each queue it serves
-into ``DIR`` (one file per endpoint), and ``python -m tla.recorded DIR`` then checks the whole
+into ``DIR`` (one file per endpoint), and ``python -m tla --recorded DIR`` then checks the whole
 session against the TLA+ spec with TLC. ``examples/test_sqs_redelivery.py`` is a runnable
 example. ``-p no:sqs_endpoint`` turns the plugin off. The fixtures start the endpoint and import
 boto3 only when a test asks for them, so loading the plugin costs other pytest runs no client
@@ -48,7 +48,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="DIR",
         type=Path,
         default=None,
-        help="record every queue of each sqs_endpoint into DIR (check: python -m tla.recorded DIR)",
+        help="record every queue of each sqs_endpoint into DIR (check: python -m tla --recorded)",
     )
 
 

@@ -4,7 +4,7 @@ example.
 The example (examples/test_sqs_redelivery.py) runs in a pytest of its own, which gets the
 fixtures only through the project's ``pytest11`` entry point (no conftest.py names the plugin),
 so a broken registration fails here; run with ``--sqs-record``, its recording is accepted by
-TLC (``python -m tla.recorded``). The fixtures are then used directly: the endpoint is on
+TLC (``python -m tla --recorded``). The fixtures are then used directly: the endpoint is on
 127.0.0.1 on a frozen clock, ``sqs_advance`` moves it by exactly what it is given, and a long
 poll is answered by the advance that makes a message visible.
 """
@@ -64,7 +64,7 @@ def test_a_recorded_session_is_checked_against_the_spec(tmp_path: Path) -> None:
     (recording,) = record.glob("*.jsonl")
     assert '"name":"orders"' in recording.read_text()
     checked = subprocess.run(
-        [sys.executable, "-m", "tla.recorded", str(record)],
+        [sys.executable, "-m", "tla", "--recorded", str(record)],
         cwd=ROOT,
         capture_output=True,
         text=True,

@@ -8,6 +8,11 @@ where the docs and tests read the traces), except for the models of an installed
 site-packages is not the user's to write into, so those runs go to ``./tla_runs`` in the working
 directory (:func:`runs_dir`). The exit status is 0 when every outcome was the expected one, 1 when
 one was not, 2 when nothing could be checked (no Java, no jar, a bad config, an unknown model).
+
+``python -m tla --recorded DIR`` checks a recorded run instead: every queue an SQS endpoint
+recorded into ``DIR`` (``python -m server --record DIR``, ``pytest --sqs-record DIR``), each
+against its spec (:mod:`tla.recorded`, also ``python -m tla.recorded DIR``); the exit status is
+0 when no queue's trace was rejected, 1 when one was, 2 when the directory holds no recording.
 """
 
 from __future__ import annotations
@@ -117,7 +122,17 @@ def main(argv: list[str] | None = None) -> int:
         help="where the logs and traces go (default: _runs beside the models; ./tla_runs for "
         "an installed package's models)",
     )
+    parser.add_argument(
+        "--recorded",
+        type=Path,
+        metavar="DIR",
+        help="check the endpoint run recorded in DIR, not the models (as python -m tla.recorded)",
+    )
     args = parser.parse_args(argv)
+    if args.recorded is not None:
+        from tla import recorded
+
+        return recorded.main([str(args.recorded)])
     runs = args.out if args.out is not None else runs_dir(args.dir)
 
     try:

@@ -23,6 +23,7 @@ import pytest
 
 from impl import Entry, FakeClock, FifoQueue, Queue
 from tla import recorded
+from tla.__main__ import main as tla_main
 from tla.recorded import (
     Checked,
     Recorder,
@@ -164,6 +165,9 @@ def test_trace_doctored_is_rejected_and_the_cli_says_so(
     assert recorded.main([str(tmp_path)]) == 1
     out = capsys.readouterr().out
     assert "rejected: orders-dlq.1, orders.1" in out and "1 rejected" in out
+    # python -m tla --recorded DIR is the same check, under the project's one TLC command.
+    assert tla_main(["--recorded", str(tmp_path)]) == 1
+    assert capsys.readouterr().out == out
 
 
 def small_run() -> list[Step]:
@@ -239,3 +243,4 @@ def test_trace_directory_errors_name_the_problem(tmp_path: Path) -> None:
     with pytest.raises(RecordingError, match="line 1: not a recording"):
         check_directory(tmp_path)
     assert recorded.main([str(tmp_path / "missing")]) == 2
+    assert tla_main(["--recorded", str(tmp_path / "missing")]) == 2
