@@ -12,7 +12,9 @@ module is the only place ``time.monotonic`` appears.
 For the asyncio shell (``impl/aio.py``), which waits on futures rather than conditions, a fake
 clock also keeps callbacks: :meth:`FakeClock.call_at` registers one for a time, and
 :meth:`FakeClock.advance` runs every callback the new time has reached, so a loop timer armed
-on the fake clock fires when a test moves the time, not when real time passes.
+on the fake clock fires when a test moves the time, not when real time passes. The heap of
+those callbacks is :class:`TimedCallbacks`, which the endpoint's clock (``server/clock.py``) keeps
+too.
 """
 
 from __future__ import annotations
@@ -68,7 +70,8 @@ class MonotonicClock:
 
 
 class TimerHandle:
-    """A callback registered with :meth:`FakeClock.call_at`; :meth:`cancel` stops it running.
+    """A callback registered with :meth:`TimedCallbacks.call_at` (what :meth:`FakeClock.call_at`
+    returns); :meth:`cancel` stops it running.
 
     ``cancelled`` is true once the callback will not run: it was cancelled, or it has run (a
     callback runs at most once).
@@ -85,11 +88,102 @@ class TimerHandle:
 
 
 class _Callback(NamedTuple):
-    # A heap entry of FakeClock.call_at: ordered by due time, then registration.
+    # A heap entry of TimedCallbacks: ordered by due time, then registration (seq is unique, so
+    # the comparison never reaches the callback).
     due: float
     seq: int
     callback: Callable[[], object]
     handle: TimerHandle
+
+
+class TimedCallbacks:
+    """The callbacks a clock runs once its time reaches their due time: a heap of entries
+    ordered by due time, ties in registration order.
+
+    The clock owns the time; this keeps the callbacks. The clock's ``lock`` (given here) guards
+    both, so that "is the earliest callback due yet?" is one step with the reading of the time:
+
+    - :meth:`call_at`, :meth:`run_due` and ``len()`` take ``lock`` themselves: call them without
+      it. :meth:`run_due` calls its ``now`` with ``lock`` held.
+    - :meth:`earliest` is for the clock's own critical sections: call it with ``lock`` held.
+    - No callback runs with ``lock`` held, so a callback may register or cancel callbacks, read
+      the time, or move the clock on (which runs :meth:`run_due` again, inside this one).
+    """
+
+    __slots__ = ("_heap", "_lock", "_seq")
+
+    def __init__(self, lock: threading.Lock) -> None:
+        self._lock = lock
+        self._heap: list[_Callback] = []
+        self._seq = itertools.count()
+
+    def call_at(self, due: float, callback: Callable[[], object]) -> TimerHandle:
+        """Register ``callback`` to run at the first :meth:`run_due` whose time has reached
+        ``due``; a handle whose ``cancel()`` stops it. ``TypeError``/``ValueError`` for a
+        ``due`` that is not a finite number, or a ``callback`` that is not callable; nothing is
+        registered then.
+        """
+        if not is_number(due):
+            raise TypeError(f"due must be a number, got {type(due).__name__}")
+        when = to_finite("due", due)
+        if not callable(callback):
+            raise TypeError(f"callback must be callable, got {type(callback).__name__}")
+        handle = TimerHandle()
+        with self._lock:
+            heapq.heappush(self._heap, _Callback(when, next(self._seq), callback, handle))
+        return handle
+
+    def run_due(
+        self, now: Callable[[], float], on_error: Callable[[Exception], None] | None = None
+    ) -> None:
+        """Run, in this thread, every live callback due by ``now()``, in order of due time, ties
+        in registration order; each at most once (its handle reads cancelled from then on).
+
+        One at a time: ``now()`` is read (with the lock held) before each, so a callback
+        registered by another, due by then, runs in the same round in its place in the order,
+        and one cancelled by an earlier callback of the round does not run.
+
+        A callback that raises an ``Exception`` does not hold back the others. With
+        ``on_error``, it is called with the exception (inside the ``except`` clause, so
+        ``logging.exception`` shows its traceback) and the round goes on; without, every
+        callback due still runs, then the first such exception is raised (any later ones are
+        added to its notes). A ``BaseException`` that is not an ``Exception``
+        (``KeyboardInterrupt``, ``SystemExit``) ends the round at once; the callbacks due after
+        it stay registered.
+        """
+        first: Exception | None = None
+        while True:
+            with self._lock:
+                if not self._heap or self._heap[0].due > now():
+                    break
+                entry = heapq.heappop(self._heap)
+            if entry.handle.cancelled:
+                continue
+            entry.handle.cancelled = True
+            try:
+                entry.callback()
+            except Exception as e:
+                if on_error is not None:
+                    on_error(e)
+                elif first is None:
+                    first = e
+                else:
+                    first.add_note(f"a later callback of the same advance raised {e!r}")
+        if first is not None:
+            raise first
+
+    def earliest(self) -> float | None:
+        """The due time of the earliest live callback, or ``None`` if there is none. Call with
+        the lock held; drops the cancelled (or run) entries at the top of the heap."""
+        heap = self._heap
+        while heap and heap[0].handle.cancelled:
+            heapq.heappop(heap)
+        return heap[0].due if heap else None
+
+    def __len__(self) -> int:
+        """How many callbacks are registered and neither run nor cancelled."""
+        with self._lock:
+            return sum(not e.handle.cancelled for e in self._heap)
 
 
 class FakeClock:
@@ -123,9 +217,8 @@ class FakeClock:
         self._waiting: dict[threading.Condition, list[float | None]] = {}
         self._count = 0
         self._begun = 0
-        # Callbacks of call_at not yet run, a heap of _Callback.
-        self._callbacks: list[_Callback] = []
-        self._seq = itertools.count()
+        # Callbacks of call_at not yet run, guarded by the same lock as the time.
+        self._callbacks = TimedCallbacks(self._lock)
 
     def now(self) -> float:
         with self._lock:
@@ -174,45 +267,19 @@ class FakeClock:
         ``SystemExit`` and the like end the advance at once; the callbacks due after it stay
         registered, to run at the next advance.
         """
-        if not is_number(due):
-            raise TypeError(f"due must be a number, got {type(due).__name__}")
-        when = to_finite("due", due)
-        if not callable(callback):
-            raise TypeError(f"callback must be callable, got {type(callback).__name__}")
-        handle = TimerHandle()
-        with self._lock:
-            heapq.heappush(self._callbacks, _Callback(when, next(self._seq), callback, handle))
-        return handle
+        return self._callbacks.call_at(due, callback)
 
     def _run_due(self) -> None:
-        # Pop and run, one at a time and outside the lock (a callback may register another or
-        # read the time), every callback due by now. One that raises an Exception does not
-        # stop the others (an unrelated timer on the same clock, a queue's loop timer, must
-        # not stall behind it): the first such exception is raised once all have run. A
-        # BaseException (KeyboardInterrupt) propagates at once.
-        first: Exception | None = None
-        while True:
-            with self._lock:
-                if not self._callbacks or self._callbacks[0].due > self._time:
-                    break
-                entry = heapq.heappop(self._callbacks)
-            if entry.handle.cancelled:
-                continue
-            entry.handle.cancelled = True
-            try:
-                entry.callback()
-            except Exception as e:
-                if first is None:
-                    first = e
-                else:
-                    first.add_note(f"a later callback of the same advance raised {e!r}")
-        if first is not None:
-            raise first
+        # Every callback due by the time (re-read before each: a callback may advance), one at
+        # a time and outside the lock. One that raises an Exception does not stop the others
+        # (an unrelated timer on the same clock, a queue's loop timer, must not stall behind
+        # it): the first such exception is raised once all have run. A BaseException
+        # (KeyboardInterrupt) propagates at once.
+        self._callbacks.run_due(lambda: self._time)
 
     def callbacks(self) -> int:
         """How many :meth:`call_at` callbacks are registered and neither run nor cancelled."""
-        with self._lock:
-            return sum(not e.handle.cancelled for e in self._callbacks)
+        return len(self._callbacks)
 
     def wait(self, cond: threading.Condition, deadline: float | None) -> None:
         # Every wait is registered, even without a deadline, so wait_for_waiters can see it;

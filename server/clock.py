@@ -31,15 +31,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import heapq
-import itertools
 import logging
 import math
 import threading
 from collections.abc import Callable
-from typing import Literal, NamedTuple
+from typing import Literal
 
-from impl.clock import MonotonicClock, TimerHandle
+from impl.clock import MonotonicClock, TimedCallbacks, TimerHandle
 from impl.validate import is_number, to_finite
 
 __all__ = ["Mode", "ServerClock"]
@@ -47,14 +45,6 @@ __all__ = ["Mode", "ServerClock"]
 log = logging.getLogger("server.clock")
 
 Mode = Literal["real", "fake"]
-
-
-class _Callback(NamedTuple):
-    # A heap entry of call_at: ordered by due time, then registration.
-    due: float
-    seq: int
-    callback: Callable[[], object]
-    handle: TimerHandle
 
 
 class ServerClock:
@@ -77,8 +67,7 @@ class ServerClock:
         # Guards the time, the callbacks and the waits. Never held while a callback runs or
         # while a condition's lock is taken.
         self._lock = threading.Lock()
-        self._callbacks: list[_Callback] = []
-        self._seq = itertools.count()
+        self._callbacks = TimedCallbacks(self._lock)
         # Conditions a thread waits on through this clock, with each wait's deadline.
         self._waiting: dict[threading.Condition, list[float | None]] = {}
         # The event loop whose timer fires callbacks while the clock runs, its thread, and the
@@ -178,40 +167,27 @@ class ServerClock:
         ``TypeError``/``ValueError`` for a ``due`` that is not a finite number or a
         ``callback`` that is not callable; nothing is registered then.
         """
-        if not is_number(due):
-            raise TypeError(f"due must be a number, got {type(due).__name__}")
-        when = to_finite("due", due)
-        if not callable(callback):
-            raise TypeError(f"callback must be callable, got {type(callback).__name__}")
-        handle = TimerHandle()
+        handle = self._callbacks.call_at(due, callback)
         with self._lock:
-            heapq.heappush(self._callbacks, _Callback(when, next(self._seq), callback, handle))
-            earlier = self._timer_due is None or when < self._timer_due
+            # Read after the push, in a second critical section: a re-aim in between has seen
+            # the new callback, so the timer is aimed at it or at an earlier one (or, if it
+            # fired meanwhile, is None and re-aimed once more: harmless). float(due) is the
+            # time call_at registered (it accepted due: a finite int or float).
+            earlier = self._timer_due is None or float(due) < self._timer_due
         if earlier:
             self._reaim()
         return handle
 
     def callbacks(self) -> int:
         """How many :meth:`call_at` callbacks are registered and neither run nor cancelled."""
-        with self._lock:
-            return sum(not e.handle.cancelled for e in self._callbacks)
+        return len(self._callbacks)
 
     def _run_due(self) -> None:
-        # Pop and run, one at a time and outside the lock (a callback may register another or
-        # read the time), every callback due by now. A callback that raises is logged and the
-        # round goes on: one queue's failure must not stop another queue's timers.
-        while True:
-            with self._lock:
-                if not self._callbacks or self._callbacks[0].due > self._now_locked():
-                    return
-                entry = heapq.heappop(self._callbacks)
-            if entry.handle.cancelled:
-                continue
-            entry.handle.cancelled = True
-            try:
-                entry.callback()
-            except Exception:
-                log.exception("a clock callback failed")
+        # Every callback due by now (re-read before each: the clock may be running, or a
+        # callback may advance), one at a time and outside the lock. A callback that raises is
+        # logged and the round goes on: one queue's failure must not stop another queue's
+        # timers.
+        self._callbacks.run_due(self._now_locked, _log_failure)
 
     # -- the event loop's timer -------------------------------------------------------------------
 
@@ -244,9 +220,8 @@ class ServerClock:
                 loop.call_soon_threadsafe(self._reaim, force)
             return
         with self._lock:
-            while self._callbacks and self._callbacks[0].handle.cancelled:
-                heapq.heappop(self._callbacks)
-            due = None if self._frozen or not self._callbacks else self._callbacks[0].due
+            earliest = self._callbacks.earliest()
+            due = None if self._frozen else earliest
             if due == self._timer_due and not force:
                 return
             old, self._timer, self._timer_due = self._timer, None, due
@@ -287,3 +262,8 @@ class ServerClock:
     def __repr__(self) -> str:
         state = self.state()
         return f"ServerClock(now={state['now']!r}, frozen={state['frozen']!r})"
+
+
+def _log_failure(error: Exception) -> None:
+    # Called inside the except clause of the failed callback: the log shows its traceback.
+    log.exception("a clock callback failed")
