@@ -34,10 +34,11 @@ fresh processes of all three and visits them in a rotated order), medians of the
   would cost more than any of these servers (``bench.server``'s client-alone row), so a raw
   client is what isolates the server;
 - :data:`RECEIVERS` long polls (``ReceiveMessage`` with ``WaitTimeSeconds`` 20) held at once,
-  through ``bench.server.long_polls``: the server process's resident memory growth per waiter,
-  its CPU time over a 2-second window while they wait, and the time from a ``SendMessage`` to
-  the first waiter's answer; and the process's resident memory before any waiter (what the
-  stack costs standing still: its imports).
+  through one asyncio client loop (:func:`hold`, ``bench.server.long_polls`` but waiting until
+  the server process holds every connection): how long that took, the server process's
+  resident memory growth per waiter, its CPU time over a 2-second window while they wait, and
+  the time from a ``SendMessage`` to the first waiter's answer; and the process's resident
+  memory before any waiter (what the stack costs standing still: its imports).
 
 Every row has this project's stack as the figure and an alternative as the baseline
 (``ratio = figure / baseline``, whichever way is better), and no target: this measures a
@@ -71,7 +72,15 @@ from typing import Any, Final
 from urllib.parse import urlsplit
 
 from bench.report import Row, format_notes, format_table, ratio, to_json
-from bench.server import ROOT, Process, long_polls, spawn
+from bench.server import (
+    ROOT,
+    Connection,
+    Process,
+    _cpu_over,
+    _proc_rss,
+    _request,
+    spawn,
+)
 
 #: Long polls held at once (quick: 100), and the sends timed against them.
 RECEIVERS: Final = 1000
@@ -197,6 +206,14 @@ def threading_server(built: Built, loop: asyncio.AbstractEventLoop) -> http.serv
     class Server(http.server.ThreadingHTTPServer):
         request_queue_size = THREADING_BACKLOG
 
+        def handle_error(self, request: Any, client_address: Any) -> None:
+            # A client that closed its connection while its long poll waited (the benchmark
+            # does, a thousand at once) is no error, as werkzeug treats it; socketserver would
+            # print each traceback to a standard error nobody reads until its pipe is full.
+            if isinstance(sys.exc_info()[1], ConnectionError):
+                return
+            super().handle_error(request, client_address)
+
     httpd = Server(("127.0.0.1", 0), Handler)
     address = httpd.socket.getsockname()
     local = (str(address[0]), int(address[1]))  # the Request's local, as server.http gives it
@@ -312,10 +329,15 @@ _THREADING_CODE: Final = "from bench.http_stacks import serve_threading; serve_t
 _AIOHTTP_CODE: Final = "from bench.http_stacks import serve_aiohttp; serve_aiohttp()"
 
 
+def importable(name: str) -> bool:
+    """Whether this interpreter has module ``name``."""
+    return importlib.util.find_spec(name) is not None
+
+
 def aiohttp_stack() -> Stack:
     """The aiohttp stack on the first interpreter that imports aiohttp (this one, then
     ``.venv-clients``'s), with aiohttp's version there; ``missing`` set when none does."""
-    if importlib.util.find_spec("aiohttp") is not None:
+    if importable("aiohttp"):
         version = importlib.import_module("aiohttp").__version__
         return Stack(AIOHTTP, _AIOHTTP_CODE, version=str(version))
     other = ROOT / ".venv-clients" / "bin" / "python"
@@ -448,6 +470,141 @@ def cycles_per_second(url: str, n: int) -> float:
         client.close()
 
 
+# -- long polls -----------------------------------------------------------------------------------
+
+
+def _sockets(pid: int) -> int | None:
+    """How many sockets process ``pid`` holds open (``/proc``), ``None`` without ``/proc``."""
+    try:
+        names = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return None
+    count = 0
+    for name in names:
+        with contextlib.suppress(OSError):
+            if os.readlink(f"/proc/{pid}/fd/{name}").startswith("socket:"):
+                count += 1
+    return count
+
+
+@dataclass
+class Held:
+    """What :func:`hold` measured."""
+
+    receivers: int
+    parked_s: float | None  # from the first connect to every poll's connection accepted
+    rss_mib: float | None
+    rss_idle_mib: float | None
+    cpu_ms: float | None
+    answers_ms: list[float]
+
+
+#: How long a crowd of polls may take to be accepted before the run gives up, seconds.
+PARK_LIMIT: Final = 30.0
+#: Quiet time after the last poll was accepted, before memory and CPU are read, seconds: the
+#: last requests read and parked.
+SETTLE: Final = 0.5
+
+
+async def _hold(url: str, pid: int, receivers: int, answers: int) -> Held:
+    # bench.server.long_polls, but memory and CPU are read once the server holds every poll's
+    # connection (counted in /proc/<pid>/fd), not after a fixed second: a thread-per-connection
+    # server accepts a thousand connections at once more slowly than that (its listen backlog
+    # overflows, the clients' SYNs are retried a second later), and a window opened earlier
+    # would measure its accepting, not its waiting. How long the accepting took is a figure.
+    parts = urlsplit(url)
+    host, port = parts.hostname or "127.0.0.1", parts.port or 80
+    netloc = f"{host}:{port}"
+    # The queue is made over a connection kept open to the end: a closed one could still be
+    # open on the server's side when the sockets are first counted.
+    control = Connection(host, port)
+    name = f"bench-hold-{uuid.uuid4().hex[:12]}"
+    await control.send(_request(netloc, "CreateQueue", {"QueueName": name}))
+    status, body = await control.answer()
+    if status != 200:
+        raise RuntimeError(f"CreateQueue answered {status}: {body[:300]!r}")
+    queue_url = str(json.loads(body)["QueueUrl"])
+    rss_idle = _proc_rss(pid)
+    base = _sockets(pid)
+    poll = _request(
+        netloc,
+        "ReceiveMessage",
+        {
+            "QueueUrl": queue_url,
+            "MaxNumberOfMessages": 1,
+            "WaitTimeSeconds": 20,
+            "VisibilityTimeout": 600,
+        },
+    )
+    arrived: asyncio.Queue[float] = asyncio.Queue()
+    stop = asyncio.Event()
+    connections: list[Connection] = [control]
+
+    async def receiver() -> None:
+        connection = Connection(host, port)
+        connections.append(connection)
+        while not stop.is_set():
+            await connection.send(poll)
+            status, body = await connection.answer()
+            if status != 200:
+                raise RuntimeError(f"a long poll answered {status}: {body[:200]!r}")
+            if json.loads(body).get("Messages"):
+                arrived.put_nowait(time.perf_counter())
+
+    started = time.perf_counter()
+    tasks = [asyncio.create_task(receiver()) for _ in range(receivers)]
+    try:
+        parked_s: float | None = None
+        if base is None:
+            await asyncio.sleep(1.0 + receivers / 1000)  # no /proc: bench.server's wait
+        else:
+            while (_sockets(pid) or 0) < base + receivers:
+                if time.perf_counter() - started > PARK_LIMIT:
+                    raise RuntimeError(f"{receivers} long polls not accepted in {PARK_LIMIT} s")
+                for t in tasks:
+                    if t.done():
+                        t.result()
+                await asyncio.sleep(0.01)
+            parked_s = time.perf_counter() - started
+        await asyncio.sleep(SETTLE)
+        for t in tasks:
+            if t.done():
+                t.result()
+        rss = _proc_rss(pid)
+        cpu = await _cpu_over(pid, 2.0)
+        sender = Connection(host, port)
+        connections.append(sender)
+        times = []
+        for k in range(answers):
+            send = _request(netloc, "SendMessage", {"QueueUrl": queue_url, "MessageBody": f"a{k}"})
+            sent = time.perf_counter()
+            await sender.send(send)
+            first = await asyncio.wait_for(arrived.get(), 10)
+            status, body = await sender.answer()
+            if status != 200:
+                raise RuntimeError(f"a send answered {status}: {body[:200]!r}")
+            times.append((first - sent) * 1000)
+            await asyncio.sleep(0.01)  # the answered receiver polls again
+        return Held(receivers, parked_s, rss, rss_idle, cpu, times)
+    finally:
+        stop.set()
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        for c in connections[1:]:
+            c.close()
+        await control.send(_request(netloc, "DeleteQueue", {"QueueUrl": queue_url}))
+        await control.answer()
+        control.close()
+
+
+def hold(url: str, pid: int, receivers: int, answers: int) -> Held:
+    """``receivers`` long polls held open on the stack at ``url`` (process ``pid``): how long
+    it took to accept them, its memory and CPU while they wait, and ``answers`` sends' time to
+    the first answer."""
+    return asyncio.run(_hold(url, pid, receivers, answers))
+
+
 # -- the run --------------------------------------------------------------------------------------
 
 
@@ -460,10 +617,11 @@ class Measured:
     kib_per_waiter: list[float]
     cpu_ms: list[float]
     answer_ms: list[float]
+    parked_ms: list[float]
 
 
 def _empty() -> Measured:
-    return Measured([], [], [], [], [])
+    return Measured([], [], [], [], [], [])
 
 
 def measure(available: list[Stack], sizes: Sizes) -> dict[str, Measured]:
@@ -480,7 +638,7 @@ def measure(available: list[Stack], sizes: Sizes) -> dict[str, Measured]:
             for s in order:
                 progress(f"round {r + 1}/{sizes.repeat}: {s.name}: {sizes.receivers} long polls")
                 p = processes[s.name]
-                polls = long_polls(p.url, p.pid, sizes.receivers, sizes.answers)
+                polls = hold(p.url, p.pid, sizes.receivers, sizes.answers)
                 m = got[s.name]
                 if polls.rss_mib is not None and polls.rss_idle_mib is not None:
                     m.idle_rss_mib.append(polls.rss_idle_mib)
@@ -489,6 +647,8 @@ def measure(available: list[Stack], sizes: Sizes) -> dict[str, Measured]:
                     )
                 if polls.cpu_ms is not None:
                     m.cpu_ms.append(polls.cpu_ms)
+                if polls.parked_s is not None:
+                    m.parked_ms.append(polls.parked_s * 1000)
                 m.answer_ms.append(statistics.median(polls.answers_ms))
     return got
 
@@ -498,7 +658,8 @@ _FIGURES: Final = (
     ("cycle", "SQS cycle (send+receive+delete), raw http.client", "cycles/s", "cycles"),
     ("longpoll_memory", "long polls waiting: memory growth per waiter", "KiB", "kib_per_waiter"),
     ("longpoll_cpu", "long polls waiting: server CPU", "ms per 2 s", "cpu_ms"),
-    ("longpoll_answer", "send to first waiter's answer", "ms", "answer_ms"),
+    ("longpoll_answer", "long polls waiting: send to first answer", "ms", "answer_ms"),
+    ("longpoll_accept", "long polls opened at once: all accepted", "ms", "parked_ms"),
     ("idle_rss", "server process, nothing waiting: resident memory", "MiB", "idle_rss_mib"),
 )
 _ALTERNATIVES: Final = (("threading", THREADING), ("aiohttp", AIOHTTP))
@@ -519,6 +680,9 @@ def _note(stem: str, sizes: Sizes, figure: list[float], baseline: list[float]) -
         "(clock ticks of 10 ms)",
         "longpoll_answer": f"median of {sizes.answers} SendMessage with {sizes.receivers} "
         "waiting, to the first answer read",
+        "longpoll_accept": f"from the first of {sizes.receivers} connects at once to the "
+        "server process holding them all (sockets in /proc/<pid>/fd); listen backlogs: "
+        f"asyncio's 100 here, {THREADING_BACKLOG} (werkzeug's) threaded, aiohttp's 128",
         "idle_rss": "VmRSS after start and the cycles, before the long polls: the stack's "
         "imports and buffers",
     }[stem]
