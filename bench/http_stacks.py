@@ -20,7 +20,8 @@ served by three HTTP stacks, each in a process of its own (``bench.server.spawn`
   from ``Request``/``Response``. aiohttp is not a dependency of this project: the process runs
   on the first interpreter that imports it, this one's or the ``.venv-clients`` one
   ``scripts/setup`` makes (aiobotocore brings aiohttp there; the same CPython build), and the
-  rows are skipped with a note when there is none.
+  rows are skipped with a note when there is none. (That interpreter's botocore, pinned by
+  aiobotocore, is where its app's SQS model comes from: the same operations and shapes.)
 
 The adapters of the two alternatives carry what the benchmark's requests need (bodies framed
 by ``Content-Length``); the strictness ``server/http.py`` adds (limits, chunked bodies, the
@@ -42,7 +43,8 @@ fresh processes of all three and visits them in a rotated order), medians of the
 
 Every row has this project's stack as the figure and an alternative as the baseline
 (``ratio = figure / baseline``, whichever way is better), and no target: this measures a
-choice, it does not gate one. Memory and CPU are read from ``/proc`` (Linux). Wall-clock time
+choice, it does not gate one. Memory and sockets are read from ``/proc`` and CPU time from
+the server process's CPU-time clock (Linux). Wall-clock time
 throughout: this is a benchmark.
 """
 
