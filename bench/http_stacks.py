@@ -21,7 +21,8 @@ served by three HTTP stacks, each in a process of its own (``bench.server.spawn`
   on the first interpreter that imports it, this one's or the ``.venv-clients`` one
   ``scripts/setup`` makes (aiobotocore brings aiohttp there; the same CPython build), and the
   rows are skipped with a note when there is none. (That interpreter's botocore, pinned by
-  aiobotocore, is where its app's SQS model comes from: the same operations and shapes.)
+  aiobotocore, is where its app's SQS model comes from: it has every operation and member
+  the benchmark sends.)
 
 The adapters of the two alternatives carry what the benchmark's requests need (bodies framed
 by ``Content-Length``); the strictness ``server/http.py`` adds (limits, chunked bodies, the
