@@ -34,7 +34,8 @@ fresh processes of all three and visits them in a rotated order), medians of the
 - send + receive + delete cycles per second through one kept-alive ``http.client`` connection
   with ``TCP_NODELAY`` and pre-built AWS JSON 1.0 bodies (:func:`cycles_per_second`): boto3
   would cost more than any of these servers (``bench.server``'s client-alone row), so a raw
-  client is what isolates the server;
+  client is what isolates the server; in windows of :attr:`Sizes.cycles` the stacks take in
+  turn, so a burst of load from elsewhere falls on all of them alike;
 - :data:`RECEIVERS` long polls (``ReceiveMessage`` with ``WaitTimeSeconds`` 20) held at once,
   through one asyncio client loop (:func:`hold`, ``bench.server.long_polls`` but waiting until
   the server process holds every connection): how long that took, the server process's
@@ -108,14 +109,15 @@ _AUTHORIZATION: Final = (
 class Sizes:
     """How much work each row does."""
 
-    cycles: int  # send+receive+delete cycles per stack, per repeat
+    cycles: int  # send+receive+delete cycles per stack, per window
+    windows: int  # cycle windows per round, the stacks taking turns window by window
     receivers: int
     answers: int
     repeat: int  # fresh processes of every stack, median reported
 
 
-FULL: Final = Sizes(cycles=2000, receivers=RECEIVERS, answers=ANSWERS, repeat=3)
-QUICK: Final = replace(FULL, cycles=200, receivers=100, answers=10, repeat=1)
+FULL: Final = Sizes(cycles=500, windows=4, receivers=RECEIVERS, answers=ANSWERS, repeat=3)
+QUICK: Final = replace(FULL, cycles=200, windows=1, receivers=100, answers=10, repeat=1)
 
 
 def progress(message: str) -> None:
@@ -656,9 +658,13 @@ def measure(available: list[Stack], sizes: Sizes) -> dict[str, Measured]:
         order = available[r % len(available) :] + available[: r % len(available)]
         with contextlib.ExitStack() as running:
             processes = {s.name: running.enter_context(launch(s)) for s in order}
-            for s in order:
-                progress(f"round {r + 1}/{sizes.repeat}: {s.name}: {sizes.cycles} cycles")
-                got[s.name].cycles.append(cycles_per_second(processes[s.name].url, sizes.cycles))
+            # Short windows taking turns: a burst of load from elsewhere on the machine falls
+            # on every stack's windows alike, rather than on one stack's whole measurement.
+            progress(f"round {r + 1}/{sizes.repeat}: {sizes.windows} x {sizes.cycles} cycles each")
+            for _ in range(sizes.windows):
+                for s in order:
+                    rate = cycles_per_second(processes[s.name].url, sizes.cycles)
+                    got[s.name].cycles.append(rate)
             for s in order:
                 progress(f"round {r + 1}/{sizes.repeat}: {s.name}: {sizes.receivers} long polls")
                 p = processes[s.name]
@@ -696,8 +702,9 @@ KEYS: Final = tuple(
 def _note(stem: str, sizes: Sizes, figure: list[float], baseline: list[float]) -> str:
     each = ", ".join(f"{a:.3g}/{b:.3g}" for a, b in zip(figure, baseline, strict=True))
     how = {
-        "cycle": f"{sizes.cycles} cycles per round, one kept-alive connection, TCP_NODELAY, "
-        "pre-built AWS JSON 1.0 bodies",
+        "cycle": f"windows of {sizes.cycles} cycles, {sizes.windows} per stack per round, the "
+        "stacks taking turns; one kept-alive connection, TCP_NODELAY, pre-built AWS JSON 1.0 "
+        "bodies",
         "longpoll_memory": f"{sizes.receivers} ReceiveMessage WaitTimeSeconds=20 held at once "
         "(one asyncio client loop); VmRSS with them parked minus before",
         "longpoll_cpu": f"{sizes.receivers} waiting; the server process's CPU time over 2 s "
@@ -711,6 +718,8 @@ def _note(stem: str, sizes: Sizes, figure: list[float], baseline: list[float]) -
         "idle_rss": "VmRSS after start and the cycles, before the long polls: the stack's "
         "imports and buffers",
     }[stem]
+    if stem == "cycle":
+        return f"{how}; median of {len(figure)} windows (figure/baseline each: {each})"
     return f"{how}; median of {sizes.repeat} rounds (figure/baseline each: {each})"
 
 

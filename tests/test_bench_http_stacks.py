@@ -84,7 +84,7 @@ def test_the_output_names_the_conditions(quick_run: tuple[str, list[dict[str, An
     assert "load average" in stdout and "before" in stdout and "after" in stdout
     for r in rows:
         if not r["skipped"]:
-            assert "median of 1 rounds" in r["note"]
+            assert "median of 1 rounds" in r["note"] or "median of 1 windows" in r["note"]
         if r["baseline_name"] == hs.AIOHTTP and not r["skipped"]:
             assert "aiohttp 3." in r["note"]  # which aiohttp, on which interpreter
 
