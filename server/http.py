@@ -24,7 +24,12 @@ A request the parser refuses becomes an :class:`HttpError`, which the server's `
 hook turns into a response (the SQS app answers in the protocol the head names); a handler that
 raises is logged and answered 500 by the same hook. :meth:`HttpServer.close` stops listening,
 cancels every connection's task (a handler waiting in a long poll is cancelled, which the
-asyncio queue's contract makes safe) and waits for them.
+asyncio queue's contract makes safe) and waits for them and for their sockets to close. A
+cancelled connection ends quietly: the task is the server's own (not ``asyncio.start_server``'s,
+whose done-callback reports a cancelled task as an error), and close() first stops accepting
+and lets the connections asyncio has already accepted be made, so none is half made when the
+listening socket closes (asyncio would then fail the connection's transport, log an
+``AssertionError`` in debug mode and leave its socket to the garbage collector).
 """
 
 from __future__ import annotations
@@ -177,7 +182,12 @@ class HttpServer:
         self._on_error = on_error if on_error is not None else plain_error
         self.max_body = max_body
         self._server: asyncio.Server | None = None
-        self._connections: set[asyncio.Task[None]] = set()
+        # Every connection's task, from the moment the connection is made, with its writer.
+        self._connections: dict[asyncio.Task[None], asyncio.StreamWriter] = {}
+        # The tasks that are closing their connection already (in _connection's finally): not
+        # cancelled by close(), which would cancel the close-waiter future they await (a future
+        # the writer shares with every other waiter), only waited for.
+        self._ending: set[asyncio.Task[None]] = set()
         self._address: tuple[str, int] | None = None
         self._closing = False
 
@@ -198,52 +208,94 @@ class HttpServer:
         if self._server is not None:
             raise RuntimeError("the server is already started")
         self._server = await asyncio.start_server(
-            self._connection, host, port, limit=MAX_REQUEST_LINE + 1024, reuse_address=True
+            self._accepted, host, port, limit=MAX_REQUEST_LINE + 1024, reuse_address=True
         )
         name = self._server.sockets[0].getsockname()
         self._address = (str(name[0]), int(name[1]))
         return self._address
 
     async def close(self) -> None:
-        """Stop listening, cancel every connection (and the handler it runs) and wait for them.
-        Idempotent."""
+        """Stop listening, cancel every connection (and the handler it runs) and wait for them
+        and for their sockets to close. Idempotent."""
         self._closing = True
-        if self._server is not None:
-            self._server.close()
-        tasks = list(self._connections)
-        for task in tasks:
-            task.cancel()
-        if tasks:
-            await asyncio.gather(*tasks, return_exceptions=True)
-        if self._server is not None:
-            await self._server.wait_closed()
+        server = self._server
+        if server is not None and server.is_serving():
+            # Stop accepting, then let the loop make the connections it has accepted already
+            # (two passes: the transport is built in the first, connection_made, which
+            # registers the task, runs in the second) before the listening socket closes; see
+            # the module's docstring. Each such connection ends at once (_closing).
+            loop = asyncio.get_running_loop()
+            for sock in server.sockets:
+                with contextlib.suppress(NotImplementedError):  # a loop without add_reader
+                    loop.remove_reader(sock.fileno())
+            for _ in range(2):
+                await asyncio.sleep(0)
+        if server is not None:
+            server.close()
+        while self._connections:  # a connection made meanwhile is closed too
+            pending = dict(self._connections)
+            for task in pending:
+                if task not in self._ending:
+                    task.cancel()
+            await asyncio.gather(*pending, return_exceptions=True)
+            for writer in pending.values():
+                with contextlib.suppress(Exception):
+                    await writer.wait_closed()
+        if server is not None:
+            await server.wait_closed()
 
     # -- one connection ---------------------------------------------------------------------------
 
-    async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        task = asyncio.current_task()
-        assert task is not None
-        if self._closing:
-            writer.close()
+    def _accepted(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        # Called by asyncio when a connection is made. The task is made here, not by
+        # asyncio.start_server: close() sees it from this moment, even before it first runs, and
+        # no done-callback of asyncio's reports its cancellation as an error.
+        task = asyncio.get_running_loop().create_task(self._connection(reader, writer))
+        self._connections[task] = writer
+        task.add_done_callback(self._ended)
+
+    def _ended(self, task: asyncio.Task[None]) -> None:
+        self._ending.discard(task)
+        writer = self._connections.pop(task, None)
+        if writer is None:
             return
-        self._connections.add(task)
-        sock = writer.get_extra_info("socket")
-        if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
-            # A response is written in one piece: send it now, not after the peer's ACK.
-            with contextlib.suppress(OSError):
-                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        name = writer.get_extra_info("sockname")
-        local = (str(name[0]), int(name[1])) if name else self.address
+        # Closed by _connection's finally already, except for a task cancelled before it ever
+        # ran (close() came first): its connection is closed here.
+        writer.close()
+        error = None if task.cancelled() else task.exception()
+        if error is not None:
+            # A bug (every expected failure ends the task normally): reported as asyncio
+            # reports one of a start_server task.
+            task.get_loop().call_exception_handler(
+                {
+                    "message": "Unhandled exception in client_connected_cb",
+                    "exception": error,
+                    "transport": writer.transport,
+                }
+            )
+
+    async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
+            if self._closing:
+                return  # made while close() stopped accepting: closed at once
+            sock = writer.get_extra_info("socket")
+            if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
+                # A response is written in one piece: send it now, not after the peer's ACK.
+                with contextlib.suppress(OSError):
+                    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            name = writer.get_extra_info("sockname")
+            local = (str(name[0]), int(name[1])) if name else self.address
             await self._requests(reader, writer, local)
         except (_Closed, ConnectionError, OSError):
             pass  # the peer went away: nothing to answer
         except asyncio.CancelledError:
-            # close() cancelled it. The task is asyncio.start_server's own, whose done-callback
-            # logs a cancelled task as an error: end it normally instead.
+            # close() cancelled it (a long poll's handler is cancelled with it, which takes
+            # nothing): the connection's normal end, not an error.
             pass
         finally:
-            self._connections.discard(task)
+            task = asyncio.current_task()
+            if task is not None:
+                self._ending.add(task)
             writer.close()
             with contextlib.suppress(Exception):
                 await writer.wait_closed()
