@@ -56,7 +56,7 @@ __all__ = [
 
 log = logging.getLogger("server.http")
 
-#: The largest request body read (bytes). A legal SQS request carries at most 256 KiB of
+#: The largest request body read (bytes). A legal SQS request carries at most 1 MiB of
 #: message data, which JSON's ``\u00XX`` escapes make up to six times longer and a form's
 #: ``%XX`` three times; 8 MiB is above both with room for attributes, and bounds the memory one
 #: request can take. The SQS size errors themselves (a message over the limit) are the
