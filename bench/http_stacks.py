@@ -11,7 +11,7 @@ served by three HTTP stacks, each in a process of its own (``bench.server.spawn`
   task per connection, no dependency;
 - **the stdlib's** ``http.server.ThreadingHTTPServer`` (:func:`serve_threading`): a thread per
   connection, what moto-style servers do (werkzeug's is one), with ``protocol_version``
-  HTTP/1.1 (keep-alive), ``disable_nagle_algorithm`` and werkzeug's listen backlog of 128;
+  HTTP/1.1 (keep-alive), ``disable_nagle_algorithm`` and the same listen backlog (``BACKLOG``);
   its handler turns the request into a ``server.http.Request`` and runs the app's coroutine on
   the one asyncio loop thread the queues live on (``asyncio.run_coroutine_threadsafe``), so a
   waiting long poll holds a thread blocked on a future;
@@ -89,10 +89,11 @@ from bench.server import (
 #: Long polls held at once (quick: 100), and the sends timed against them.
 RECEIVERS: Final = 1000
 ANSWERS: Final = 50
-#: werkzeug's listen backlog (its ``LISTEN_QUEUE``), given to the threaded server: the stdlib's
-#: default of 5 would make a thousand connections opened at once wait on SYN retries, which
-#: would measure the backlog, not the stack. asyncio's default is 100, aiohttp's 128.
-THREADING_BACKLOG: Final = 128
+#: The listen backlog every stack gets: ``server.http.LISTEN_BACKLOG``, the endpoint's own
+#: (the stdlib's default of 5, asyncio's 100 or aiohttp's 128 would make a thousand
+#: connections opened at once wait on SYN retries, which would measure the backlog, not the
+#: stack).
+BACKLOG: Final = 1024
 
 OURS: Final = "server/http.py"
 THREADING: Final = "ThreadingHTTPServer"
@@ -209,7 +210,7 @@ def threading_server(built: Built, loop: asyncio.AbstractEventLoop) -> http.serv
             pass  # no access log (the asyncio stacks write none either)
 
     class Server(http.server.ThreadingHTTPServer):
-        request_queue_size = THREADING_BACKLOG
+        request_queue_size = BACKLOG
 
         def handle_error(self, request: Any, client_address: Any) -> None:
             # A client that closed its connection while its long poll waited (the benchmark
@@ -297,7 +298,7 @@ def serve_aiohttp() -> None:
         built = build_app(loop)
         runner = web.AppRunner(aiohttp_application(built), access_log=None, handle_signals=False)
         await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0)
+        site = web.TCPSite(runner, "127.0.0.1", 0, backlog=BACKLOG)
         await site.start()
         host, port = runner.addresses[0][:2]
         print(f"http://{host}:{port}", flush=True)
@@ -535,8 +536,8 @@ SETTLE: Final = 0.5
 async def _hold(url: str, pid: int, receivers: int, answers: int) -> Held:
     # bench.server.long_polls, but memory and CPU are read once the server holds every poll's
     # connection (counted in /proc/<pid>/fd), not after a fixed second: a thread-per-connection
-    # server accepts a thousand connections at once more slowly than that (its listen backlog
-    # overflows, the clients' SYNs are retried a second later), and a window opened earlier
+    # server accepts a thousand connections at once more slowly than that (a thread started
+    # for each), and a window opened earlier
     # would measure its accepting, not its waiting. How long the accepting took is a figure.
     parts = urlsplit(url)
     host, port = parts.hostname or "127.0.0.1", parts.port or 80
@@ -712,9 +713,8 @@ def _note(stem: str, sizes: Sizes, figure: list[float], baseline: list[float]) -
         "longpoll_answer": f"median of {sizes.answers} SendMessage with {sizes.receivers} "
         "waiting, to the first answer read",
         "longpoll_accept": f"from the first of {sizes.receivers} connects at once to the "
-        "server process holding them all (sockets in /proc/<pid>/fd); ruled by the listen "
-        "backlog (a connect past it is retried by the client's kernel a second later): "
-        f"asyncio's default 100 here, {THREADING_BACKLOG} (werkzeug's) threaded, aiohttp's 128",
+        f"server process holding them all (sockets in /proc/<pid>/fd); listen backlog {BACKLOG} "
+        "for every stack",
         "idle_rss": "VmRSS after start and the cycles, before the long polls: the stack's "
         "imports and buffers",
     }[stem]

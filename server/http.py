@@ -62,6 +62,11 @@ log = logging.getLogger("server.http")
 #: request can take. The SQS size errors themselves (a message over the limit) are the
 #: operations', this is only the transport's bound.
 DEFAULT_MAX_BODY = 8 * 1024 * 1024
+#: Connections the kernel queues before they are accepted. asyncio's default (100) is too few
+#: for a test that opens a thousand long polls at once: a connection past the backlog is
+#: retried by the client's kernel a second later (``python -m bench.http_stacks`` measures the
+#: time to accept a thousand). The kernel caps it at ``net.core.somaxconn``.
+LISTEN_BACKLOG = 1024
 #: The longest request line: a query-protocol GET carries its whole request in the URL.
 MAX_REQUEST_LINE = 1024 * 1024
 #: The most bytes and lines of headers one request may have.
@@ -208,7 +213,12 @@ class HttpServer:
         if self._server is not None:
             raise RuntimeError("the server is already started")
         self._server = await asyncio.start_server(
-            self._accepted, host, port, limit=MAX_REQUEST_LINE + 1024, reuse_address=True
+            self._accepted,
+            host,
+            port,
+            limit=MAX_REQUEST_LINE + 1024,
+            reuse_address=True,
+            backlog=LISTEN_BACKLOG,
         )
         name = self._server.sockets[0].getsockname()
         self._address = (str(name[0]), int(name[1]))
