@@ -15,5 +15,10 @@ not the library. ``docs/benchmarks.md`` has a recorded run and says what each fi
 - :mod:`bench.aio`: the asyncio shell ``impl.AsyncQueue`` beside ``asyncio.Queue`` (also
   ``python -m bench.aio``);
 - :mod:`bench.leak`: threads and memory left by 10,000 never-closed queues
-  (``python -m bench.leak``).
+  (``python -m bench.leak``);
+- :mod:`bench.server`: the SQS endpoint beside moto's server through one boto3 client, batches
+  and a thousand long polls (the last rows of ``python -m bench``; also
+  ``python -m bench.server``);
+- :mod:`bench.http_stacks`: the endpoint's SQS app on ``server/http.py`` beside the stdlib's
+  ``ThreadingHTTPServer`` and ``aiohttp.web`` (``python -m bench.http_stacks``).
 """

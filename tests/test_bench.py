@@ -394,12 +394,19 @@ def test_server_rows_are_measured_beside_moto_when_boto3_and_moto_are_installed(
     if bench_server.missing():
         assert all("not installed" in rows[k]["note"] for k in bench_server.KEYS)
         return
-    for key in ("server_cycle_vs_moto_server", "server_cycle_vs_client_alone", "server_batch_msgs"):
+    measured = (
+        "server_cycle_vs_moto_server",
+        "server_cycle_vs_client_alone",
+        "server_batch_msgs",
+        "server_batch_vs_client_alone",
+    )
+    for key in measured:
         row = rows[key]
         assert row["value"] > 0 and row["baseline"] > 0, row
         assert math.isclose(row["ratio"], row["value"] / row["baseline"], rel_tol=1e-6)
     # Nothing answers faster through boto3 than boto3 answering itself.
     assert rows["server_cycle_vs_client_alone"]["ratio"] < 1.0
+    assert rows["server_batch_vs_client_alone"]["ratio"] < 1.0
     targets = {
         "server_cycle_vs_moto_server": "ratio >= 10",
         "server_batch_msgs": ">= 2,600 msgs/s",
@@ -426,3 +433,4 @@ def test_boto3_alone_answers_every_call_of_a_cycle_without_a_socket() -> None:
     sqs = bench_server.client_alone()
     # Port 9 (discard) has no listener here: a call that reached a socket would fail.
     assert bench_server.cycles_per_second(sqs, 5) > 0
+    assert bench_server.batch_messages_per_second(bench_server.client_alone(4), 2, threads=2) > 0
