@@ -3,7 +3,7 @@
 This module is the suite: the sizes, the targets, every row of the report, and the command line
 that ``python -m bench`` runs:
 
-    python -m bench                      # full run, about 6 minutes on 2 cores (its time: last line)
+    python -m bench                      # full run, about 6 minutes on 2 cores
     python -m bench --quick              # small sizes, a few seconds (the test's mode)
     python -m bench --json docs/bench/bench.json --plot docs/bench/bench.png
 
