@@ -16,11 +16,16 @@ credentials, no retries), over HTTP on 127.0.0.1. The rows (:func:`run`, :class:
 - ``server_cycle_vs_client_alone``: the same cycles beside the same boto3 client answered in
   process (:func:`client_alone`): the client's own cost bounds every endpoint's rate, so this row
   says how close the endpoint comes to that bound, and its note the ceiling of the moto ratio.
+- ``server_cycle_vs_canned_server``: the same cycles beside the same client over a socket to
+  :func:`serve_canned`, a process that answers every call with a canned answer and does no
+  work: the client's and the socket's cost, so this row says what the endpoint's own work costs
+  and its note the ceiling of the moto ratio over a socket.
 - ``server_batch_msgs``: messages per second end to end in batches of 10
   (``SendMessageBatch``, ``ReceiveMessage`` of 10, ``DeleteMessageBatch``), :data:`BATCH_THREADS`
   threads sharing the one client, beside moto's server; target >= 2,600 messages/s (ElasticMQ's
   published REST figure).
-- ``server_batch_vs_client_alone``: the same batches beside the same client answered in process.
+- ``server_batch_vs_client_alone``, ``server_batch_vs_canned_server``: the same batches beside
+  the same client answered in process, and over a socket to :func:`serve_canned`.
 - ``server_longpoll_memory``, ``server_longpoll_idle_cpu``, ``server_longpoll_answer_median``:
   :data:`RECEIVERS` receivers long-polling at once (``WaitTimeSeconds`` 20, raw HTTP/1.1
   connections from one asyncio loop, AWS JSON 1.0 requests): the endpoint process's resident
@@ -42,6 +47,7 @@ import importlib.util
 import json
 import os
 import platform
+import socket
 import statistics
 import subprocess
 import sys
@@ -76,6 +82,7 @@ with server.serve(host="127.0.0.1", port=0, clock="real") as ep:
     print(ep.url, flush=True)
     sys.stdin.read()
 """
+_CANNED_CODE: Final = "from bench.server import serve_canned; serve_canned()"
 _MOTO_CODE: Final = """
 import logging, sys
 from moto.server import ThreadedMotoServer
@@ -96,6 +103,7 @@ SERVER: Final = "this server"
 MOTO: Final = "moto ThreadedMotoServer"
 LOCALSTACK: Final = "LocalStack"
 ALONE: Final = "boto3 alone, answered in process"
+CANNED: Final = "a canned-answer server (no queue)"
 
 
 @dataclass(frozen=True)
@@ -253,6 +261,42 @@ def client_alone(pool: int = 10) -> Any:
 
     sqs.meta.events.register("before-send.sqs", answer)
     return sqs
+
+
+def serve_canned() -> None:
+    """The least HTTP endpoint an SQS client can use: on asyncio streams (as ``server/http.py``),
+    every request answered with :func:`_canned`'s answer, no queue, no validation, no model. Run
+    in a process of its own (:data:`_CANNED_CODE`): it prints its URL, then serves until its
+    standard input closes. Beside it, a figure measures what the endpoint's own work costs;
+    through it, a client's rate is the bound of any endpoint's over a socket on this machine."""
+
+    async def connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        writer.get_extra_info("socket").setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        try:
+            while True:
+                head = await reader.readuntil(b"\r\n\r\n")
+                fields = {}
+                for line in head.split(b"\r\n")[1:]:
+                    name, _, value = line.partition(b":")
+                    fields[name.strip().lower()] = value.strip()
+                body = await reader.readexactly(int(fields.get(b"content-length", b"0")))
+                target = fields[b"x-amz-target"].decode().rpartition(".")[2]
+                out = json.dumps(_canned(target, json.loads(body or b"{}"))).encode()
+                writer.write(
+                    b"HTTP/1.1 200 OK\r\nContent-Type: application/x-amz-json-1.0\r\n"
+                    b"x-amzn-RequestId: b\r\nContent-Length: %d\r\n\r\n%s" % (len(out), out)
+                )
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        finally:
+            writer.close()
+
+    async def main() -> None:
+        listening = await asyncio.start_server(connection, "127.0.0.1", 0, backlog=1024)
+        print(f"http://127.0.0.1:{listening.sockets[0].getsockname()[1]}", flush=True)
+        await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)
+
+    asyncio.run(main())
 
 
 def _queue(sqs: Any, prefix: str) -> str:
@@ -548,8 +592,10 @@ KEYS: Final = (
     "server_cycle_vs_moto_server",
     "server_cycle_vs_localstack",
     "server_cycle_vs_client_alone",
+    "server_cycle_vs_canned_server",
     "server_batch_msgs",
     "server_batch_vs_client_alone",
+    "server_batch_vs_canned_server",
     "server_longpoll_memory",
     "server_longpoll_idle_cpu",
     "server_longpoll_answer_median",
@@ -589,16 +635,22 @@ def run(quick: bool) -> list[Row]:
     """Every row of this module, measured now (see the module docstring)."""
     sizes = QUICK if quick else FULL
     rows: list[Row] = []
-    with spawn(_SERVER_CODE, SERVER) as ours, spawn(_MOTO_CODE, MOTO) as moto:
-        mine, theirs = client(ours.url), client(moto.url)
+    with (
+        spawn(_SERVER_CODE, SERVER) as ours,
+        spawn(_MOTO_CODE, MOTO) as moto,
+        spawn(_CANNED_CODE, CANNED) as canned,
+    ):
+        mine, theirs, least = client(ours.url), client(moto.url), client(canned.url)
         progress("send + receive + delete cycles")
         alone = client_alone()
-        c_ours, c_moto, c_alone = [], [], []
-        for _ in range(sizes.repeat):  # interleaved: background load hits all three
+        c_ours, c_moto, c_alone, c_least = [], [], [], []
+        for _ in range(sizes.repeat):  # interleaved: background load hits all four
             c_ours.append(cycles_per_second(mine, sizes.cycles))
             c_moto.append(cycles_per_second(theirs, sizes.baseline_cycles))
             c_alone.append(cycles_per_second(alone, sizes.cycles))
+            c_least.append(cycles_per_second(least, sizes.cycles))
         a, b, ceiling = _median(c_ours), _median(c_moto), _median(c_alone)
+        least_rate = _median(c_least)
         note = (
             f"{sizes.cycles} cycles here, {sizes.baseline_cycles} on moto, median of "
             f"{sizes.repeat}; one boto3 client each, each call waiting for its answer"
@@ -631,18 +683,38 @@ def run(quick: bool) -> list[Row]:
                 ),
             )
         )
+        rows.append(
+            Row(
+                "server_cycle_vs_canned_server",
+                "SQS cycle, this endpoint beside a server that does nothing",
+                "cycles/s",
+                a,
+                CANNED,
+                least_rate,
+                ratio(a, least_rate),
+                note=(
+                    "the same client over a socket to a process answering every call with a "
+                    "canned answer (bench.server.serve_canned): the client's and the socket's "
+                    "cost with no endpoint work, so beside moto the ratio's ceiling over a "
+                    f"socket is {ratio(least_rate, b):.1f}x here"
+                ),
+            )
+        )
         progress("batches of 10")
         mine_pool, theirs_pool = (
             client(ours.url, BATCH_THREADS * 2),
             client(moto.url, BATCH_THREADS * 2),
         )
         alone_pool = client_alone(BATCH_THREADS * 2)
-        b_ours, b_moto, b_alone = [], [], []
+        least_pool = client(canned.url, BATCH_THREADS * 2)
+        b_ours, b_moto, b_alone, b_least = [], [], [], []
         for _ in range(sizes.repeat):
             b_ours.append(batch_messages_per_second(mine_pool, sizes.batch_rounds))
             b_moto.append(batch_messages_per_second(theirs_pool, sizes.baseline_batch_rounds))
             b_alone.append(batch_messages_per_second(alone_pool, sizes.batch_rounds))
+            b_least.append(batch_messages_per_second(least_pool, sizes.batch_rounds))
         a, b, ceiling = _median(b_ours), _median(b_moto), _median(b_alone)
+        least_rate = _median(b_least)
         note = (
             f"{BATCH_THREADS} threads on one client, {sizes.batch_rounds} rounds of 10 each here "
             f"({sizes.baseline_batch_rounds} on moto): send batch, receive 10, delete batch"
@@ -669,6 +741,19 @@ def run(quick: bool) -> list[Row]:
                 ratio(a, ceiling),
                 note=f"the same {BATCH_THREADS} threads on one client, every call answered in "
                 "process: no endpoint's rate through this client passes it",
+            )
+        )
+        rows.append(
+            Row(
+                "server_batch_vs_canned_server",
+                "SQS batches of 10, this endpoint beside a server that does nothing",
+                "msgs/s",
+                a,
+                CANNED,
+                least_rate,
+                ratio(a, least_rate),
+                note=f"the same {BATCH_THREADS} threads on one client over a socket to "
+                "bench.server.serve_canned: the bound of any endpoint's rate over a socket here",
             )
         )
         progress(f"{sizes.receivers} receivers long-polling")
