@@ -8,8 +8,15 @@ measuring is done by ``bench.cycle``, ``bench.state`` and ``bench.realtime``.
 
 from __future__ import annotations
 
+import argparse
+import json
 import math
+import os
+import platform
+import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
 
 
@@ -99,3 +106,32 @@ def to_json(rows: list[Row]) -> list[dict[str, Any]]:
         d["skipped"] = r.skipped
         out.append(d)
     return out
+
+
+def run_command(
+    prog: str, doc: str | None, run: Callable[[bool], list[Row]], argv: list[str] | None
+) -> int:
+    """The command line of a benchmark module whose rows are ``run(quick)`` (``python -m
+    bench.server``, ``python -m bench.http_stacks``): ``--quick`` and ``--json PATH``; prints
+    the table, the notes and the run's context (its time, Python, CPUs, load before and after)."""
+    parser = argparse.ArgumentParser(prog=prog, description=(doc or "").split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="small sizes: a smoke run")
+    parser.add_argument("--json", metavar="PATH", help="also write the rows as JSON")
+    args = parser.parse_args(argv)
+    load_before = os.getloadavg()
+    t0 = time.perf_counter()
+    rows = run(args.quick)
+    seconds = time.perf_counter() - t0
+    load_after = os.getloadavg()
+    print(format_table(rows))
+    print()
+    print(format_notes(rows))
+    print()
+    print(
+        f"{'quick' if args.quick else 'full'} run, {seconds:.0f} s; Python "
+        f"{platform.python_version()}, {os.cpu_count()} CPUs, load average "
+        f"{load_before[0]:.2f} before, {load_after[0]:.2f} after"
+    )
+    if args.json:
+        Path(args.json).write_text(json.dumps(to_json(rows), indent=2) + "\n")
+    return 0

@@ -40,13 +40,11 @@ Wall-clock time throughout: this is a benchmark.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
 import importlib.util
 import json
 import os
-import platform
 import socket
 import statistics
 import subprocess
@@ -61,7 +59,7 @@ from pathlib import Path
 from typing import Any, Final
 from urllib.parse import urlsplit
 
-from bench.report import Row, format_notes, format_table, ratio, to_json
+from bench.report import Row, ratio, run_command
 
 #: The repository (the endpoint processes import ``server`` from here).
 ROOT: Final = Path(__file__).resolve().parent.parent
@@ -860,29 +858,7 @@ def _long_poll_rows(alone: LongPolls, crowd: LongPolls) -> list[Row]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m bench.server", description=(__doc__ or "").split("\n")[0]
-    )
-    parser.add_argument("--quick", action="store_true", help="small sizes: a smoke run")
-    parser.add_argument("--json", metavar="PATH", help="also write the rows as JSON")
-    args = parser.parse_args(argv)
-    load_before = os.getloadavg()
-    t0 = time.perf_counter()
-    rows = run(args.quick)
-    seconds = time.perf_counter() - t0
-    load_after = os.getloadavg()
-    print(format_table(rows))
-    print()
-    print(format_notes(rows))
-    print()
-    print(
-        f"{'quick' if args.quick else 'full'} run, {seconds:.0f} s; Python "
-        f"{platform.python_version()}, {os.cpu_count()} CPUs, load average "
-        f"{load_before[0]:.2f} before, {load_after[0]:.2f} after"
-    )
-    if args.json:
-        Path(args.json).write_text(json.dumps(to_json(rows), indent=2) + "\n")
-    return 0
+    return run_command("python -m bench.server", __doc__, run, argv)
 
 
 if __name__ == "__main__":
