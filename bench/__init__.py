@@ -19,6 +19,6 @@ not the library. ``docs/benchmarks.md`` has a recorded run and says what each fi
 - :mod:`bench.server`: the SQS endpoint beside moto's server through one boto3 client, batches
   and a thousand long polls (the last rows of ``python -m bench``; also
   ``python -m bench.server``);
-- :mod:`bench.http_stacks`: the endpoint's SQS app on ``server/http.py`` beside the stdlib's
+- :mod:`bench.http_stacks`: the endpoint's SQS app on ``sqs_endpoint/http.py`` beside the stdlib's
   ``ThreadingHTTPServer`` and ``aiohttp.web`` (``python -m bench.http_stacks``).
 """

@@ -3,16 +3,18 @@
     python -m bench.http_stacks            # full sizes, about two minutes on 2 cores
     python -m bench.http_stacks --quick    # small sizes, a smoke run (the test's mode)
 
-The same SQS app (``server.app.App`` over ``server.service.Service`` on a real
-``server.clock.ServerClock``, built as ``server.endpoint`` builds it: :func:`build_app`) is
+The same SQS app (``sqs_endpoint.app.App`` over ``sqs_endpoint.service.Service`` on a real
+``sqs_endpoint.clock.ServerClock``, built as ``sqs_endpoint.endpoint`` builds it: :func:`build_app`)
+is
 served by three HTTP stacks, each in a process of its own (``bench.server.spawn``):
 
-- **this project's** ``server/http.py`` (``server.serve``): HTTP/1.1 on asyncio streams, one
+- **this project's** ``sqs_endpoint/http.py`` (``sqs_endpoint.serve``): HTTP/1.1 on asyncio streams,
+one
   task per connection, no dependency;
 - **the stdlib's** ``http.server.ThreadingHTTPServer`` (:func:`serve_threading`): a thread per
   connection, what moto-style servers do (werkzeug's is one), with ``protocol_version``
   HTTP/1.1 (keep-alive), ``disable_nagle_algorithm`` and the same listen backlog (``BACKLOG``);
-  its handler turns the request into a ``server.http.Request`` and runs the app's coroutine on
+  its handler turns the request into a ``sqs_endpoint.http.Request`` and runs the app's coroutine on
   the one asyncio loop thread the queues live on (``asyncio.run_coroutine_threadsafe``), so a
   waiting long poll holds a thread blocked on a future;
 - **aiohttp.web** (:func:`serve_aiohttp`): an ``Application`` with one catch-all route on
@@ -25,7 +27,7 @@ served by three HTTP stacks, each in a process of its own (``bench.server.spawn`
   the benchmark sends.)
 
 The adapters of the two alternatives carry what the benchmark's requests need (bodies framed
-by ``Content-Length``); the strictness ``server/http.py`` adds (limits, chunked bodies, the
+by ``Content-Length``); the strictness ``sqs_endpoint/http.py`` adds (limits, chunked bodies, the
 refusals and their SQS-shaped errors) is not reproduced, which can only flatter them.
 
 What is measured, the same client for every stack, the stacks interleaved (each repeat spawns
@@ -86,13 +88,13 @@ from bench.server import (
 #: Long polls held at once (quick: 100), and the sends timed against them.
 RECEIVERS: Final = 1000
 ANSWERS: Final = 50
-#: The listen backlog every stack gets: ``server.http.LISTEN_BACKLOG``, the endpoint's own
+#: The listen backlog every stack gets: ``sqs_endpoint.http.LISTEN_BACKLOG``, the endpoint's own
 #: (the stdlib's default of 5, asyncio's 100 or aiohttp's 128 would make a thousand
 #: connections opened at once wait on SYN retries, which would measure the backlog, not the
 #: stack).
 BACKLOG: Final = 1024
 
-OURS: Final = "server/http.py"
+OURS: Final = "sqs_endpoint/http.py"
 THREADING: Final = "ThreadingHTTPServer"
 AIOHTTP: Final = "aiohttp.web"
 
@@ -122,25 +124,27 @@ def progress(message: str) -> None:
     print(f"[bench.http_stacks] {message}", file=sys.stderr, flush=True)
 
 
-# -- the app, as server.endpoint builds it --------------------------------------------------------
+# -- the app, as sqs_endpoint.endpoint builds it
+# --------------------------------------------------------
 
 
 @dataclass
 class Built:
     """The SQS app and what it runs on (one event loop)."""
 
-    app: Any  # server.app.App
-    service: Any  # server.service.Service
-    clock: Any  # server.clock.ServerClock
+    app: Any  # sqs_endpoint.app.App
+    service: Any  # sqs_endpoint.service.Service
+    clock: Any  # sqs_endpoint.clock.ServerClock
 
 
 def build_app(loop: asyncio.AbstractEventLoop) -> Built:
-    """The app ``server.endpoint.Endpoint._startup`` builds: a real ``ServerClock`` attached to
+    """The app ``sqs_endpoint.endpoint.Endpoint._startup`` builds: a real ``ServerClock`` attached
+    to
     ``loop``, ``Service`` on it, ``App`` with the time-control API. Call on ``loop``'s thread."""
-    from server.app import App
-    from server.clock import ServerClock
-    from server.control import Control
-    from server.service import Service
+    from sqs_endpoint.app import App
+    from sqs_endpoint.clock import ServerClock
+    from sqs_endpoint.control import Control
+    from sqs_endpoint.service import Service
 
     clock = ServerClock("real")
     clock.attach(loop)
@@ -150,7 +154,7 @@ def build_app(loop: asyncio.AbstractEventLoop) -> Built:
 
 
 def _joined(items: Iterator[tuple[str, str]]) -> dict[str, str]:
-    # Lower-case names, a repeated field joined with ", " (what server.http.Request holds).
+    # Lower-case names, a repeated field joined with ", " (what sqs_endpoint.http.Request holds).
     headers: dict[str, str] = {}
     for name, value in items:
         key = name.lower()
@@ -164,7 +168,7 @@ def _joined(items: Iterator[tuple[str, str]]) -> dict[str, str]:
 def threading_server(built: Built, loop: asyncio.AbstractEventLoop) -> http.server.HTTPServer:
     """A ``ThreadingHTTPServer`` on a free port of 127.0.0.1 answering with ``built.app``,
     whose coroutines run on ``loop`` (running in another thread); not yet serving."""
-    from server.http import Request
+    from sqs_endpoint.http import Request
 
     class Handler(http.server.BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"  # keep-alive, as SQS clients use
@@ -219,7 +223,7 @@ def threading_server(built: Built, loop: asyncio.AbstractEventLoop) -> http.serv
 
     httpd = Server(("127.0.0.1", 0), Handler)
     address = httpd.socket.getsockname()
-    local = (str(address[0]), int(address[1]))  # the Request's local, as server.http gives it
+    local = (str(address[0]), int(address[1]))  # the Request's local, as sqs_endpoint.http gives it
     return httpd
 
 
@@ -253,7 +257,7 @@ def serve_threading() -> None:
 def aiohttp_application(built: Built) -> Any:
     """An ``aiohttp.web.Application`` answering every path with ``built.app`` (on the loop
     that runs it, which must be the one ``built`` was made on)."""
-    from server.http import DEFAULT_MAX_BODY, Request
+    from sqs_endpoint.http import DEFAULT_MAX_BODY, Request
 
     # Imported by name: aiohttp is no dependency of this project (nor typed here).
     web: Any = importlib.import_module("aiohttp.web")
@@ -324,7 +328,7 @@ class Stack:
 
 _OURS_CODE: Final = """
 import sys, server
-with server.serve(host="127.0.0.1", port=0, clock="real") as ep:
+with sqs_endpoint.serve(host="127.0.0.1", port=0, clock="real") as ep:
     print(ep.url, flush=True)
     sys.stdin.read()
 """

@@ -1,9 +1,10 @@
-"""Benchmarks of this project's SQS endpoint (``server/``) beside the local endpoints people run.
+"""Benchmarks of this project's SQS endpoint (``sqs_endpoint/``) beside the local endpoints people
+run.
 
     python -m bench.server            # full sizes, about a minute
     python -m bench.server --quick    # small sizes, a smoke run (the test's mode)
 
-Every endpoint runs in a process of its own (``python -c``: ``server.serve(port=0)`` on the
+Every endpoint runs in a process of its own (``python -c``: ``sqs_endpoint.serve(port=0)`` on the
 real clock, moto's ``ThreadedMotoServer``), so the client's work and the endpoint's do not share
 one interpreter; each is driven by a boto3 client made the same way (:func:`client`: fixed
 credentials, no retries), over HTTP on 127.0.0.1. The rows (:func:`run`, :class:`bench.report.Row`):
@@ -61,7 +62,7 @@ from urllib.parse import urlsplit
 
 from bench.report import Row, ratio, run_command
 
-#: The repository (the endpoint processes import ``server`` from here).
+#: The repository (the endpoint processes import ``sqs_endpoint`` from here).
 ROOT: Final = Path(__file__).resolve().parent.parent
 #: Threads sharing the one client in the batch rows (sends and receives overlap).
 BATCH_THREADS: Final = 4
@@ -76,7 +77,7 @@ ELASTICMQ_MSGS: Final = 2600.0
 #: The endpoint processes: each prints its URL, then serves until its standard input closes.
 _SERVER_CODE: Final = """
 import sys, server
-with server.serve(host="127.0.0.1", port=0, clock="real") as ep:
+with sqs_endpoint.serve(host="127.0.0.1", port=0, clock="real") as ep:
     print(ep.url, flush=True)
     sys.stdin.read()
 """
@@ -262,7 +263,8 @@ def client_alone(pool: int = 10) -> Any:
 
 
 def serve_canned() -> None:
-    """The least HTTP endpoint an SQS client can use: on asyncio streams (as ``server/http.py``),
+    """The least HTTP endpoint an SQS client can use: on asyncio streams (as
+    ``sqs_endpoint/http.py``),
     every request answered with :func:`_canned`'s answer, no queue, no validation, no model. Run
     in a process of its own (:data:`_CANNED_CODE`): it prints its URL, then serves until its
     standard input closes. Beside it, a figure measures what the endpoint's own work costs;
@@ -582,7 +584,7 @@ def _skipped(key: str, name: str, unit: str, baseline: str, note: str, target: s
     return Row(key, name, unit, None, baseline, None, None, target=target, note=note)
 
 
-#: What the rows need beyond the project (the ``server`` and ``conformance`` extras, which
+#: What the rows need beyond the project (the ``sqs_endpoint`` and ``conformance`` extras, which
 #: ``scripts/setup`` installs): boto3 drives every endpoint, moto's server is the baseline.
 NEEDS: Final = ("boto3", "moto", "flask", "werkzeug")
 #: Every row :func:`run` reports, by key, with its name (for the rows of a skipped run).

@@ -1,6 +1,7 @@
 """Example: a visibility-timeout redelivery tested against the SQS endpoint, without sleeping.
 
-The fixtures come from the endpoint's pytest plugin (server/pytest_plugin.py, installed with the
+The fixtures come from the endpoint's pytest plugin (sqs_endpoint/pytest_plugin.py, installed with
+the
 project): ``sqs_client`` is a boto3 client for an endpoint of the test's own, on a fake clock that
 stands still until ``sqs_advance`` moves it. A consumer that takes a message and dies before
 deleting it is the case every SQS consumer must survive: the message comes back once its

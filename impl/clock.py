@@ -13,7 +13,8 @@ For the asyncio shell (``impl/aio.py``), which waits on futures rather than cond
 clock also keeps callbacks: :meth:`FakeClock.call_at` registers one for a time, and
 :meth:`FakeClock.advance` runs every callback the new time has reached, so a loop timer armed
 on the fake clock fires when a test moves the time, not when real time passes. The heap of
-those callbacks is :class:`TimedCallbacks`, which the endpoint's clock (``server/clock.py``) keeps
+those callbacks is :class:`TimedCallbacks`, which the endpoint's clock (``sqs_endpoint/clock.py``)
+keeps
 too.
 """
 

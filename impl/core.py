@@ -726,7 +726,8 @@ class Core(Generic[T]):
         Explicit raises, not ``assert`` statements: the check must hold under ``python -O``
         too, and its message must not depend on who imported this module (pytest rewrites the
         asserts of every package of a distribution that registers a pytest plugin, as this one
-        does with ``server.pytest_plugin``, and the rewritten message would carry the operands).
+        does with ``sqs_endpoint.pytest_plugin``, and the rewritten message would carry the
+        operands).
         """
         active = len(self.visible) + len(self.in_flight) + len(self.delayed)
         cap = self.capacity

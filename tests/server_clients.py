@@ -1,7 +1,8 @@
 """What the SQS endpoint's client tests (tests/test_server_clients_*.py) share.
 
 Each client runs unmodified against an endpoint of the test's own (the ``sqs_endpoint`` fixture of
-server/pytest_plugin.py, on the fake clock). A client installed outside ``.venv`` (the query-era
+sqs_endpoint/pytest_plugin.py, on the fake clock). A client installed outside ``.venv`` (the
+query-era
 boto3 in ``.venv-query``, aws-cli and aiobotocore in ``.venv-clients``, Node.js and the
 JavaScript SDK in tests/clients/js) runs as a subprocess with a bounded time, its facts printed
 as one JSON line. ``bash scripts/setup`` installs every client; a test whose client is missing

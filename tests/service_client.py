@@ -1,6 +1,6 @@
 """The harness of the operation layer's tests (``tests/test_server_service*.py``).
 
-``Client`` sends each request the way the wire does: ``server.model.load().validate_input``
+``Client`` sends each request the way the wire does: ``sqs_endpoint.model.load().validate_input``
 first, then ``await service.call(op, params, base_url=...)``, and checks that the result is
 something both wire formats can write. ``sqs`` runs a test on a fresh Client on its own event
 loop, on an ``impl.FakeClock``.
@@ -15,9 +15,9 @@ from typing import Any, TypeVar
 import pytest
 
 from impl import FakeClock
-from server import model
-from server.errors import SqsError
-from server.service import Service
+from sqs_endpoint import model
+from sqs_endpoint.errors import SqsError
+from sqs_endpoint.service import Service
 
 R = TypeVar("R")
 BASE = "http://127.0.0.1:9324"

@@ -61,7 +61,7 @@ FULL_SETUP: Final = "bash scripts/setup"
 #: the tests that run TLC), the conformance kit (boto3, moto), the SQS endpoint (botocore's
 #: model, the ``server`` extra), the set-up scripts.
 FULL_ONLY: Final = re.compile(
-    r"-m tla\b|-m tools\.diagrams\b|-m model_tests\.conformance\b|-m server\b|scripts/"
+    r"-m tla\b|-m tools\.diagrams\b|-m model_tests\.conformance\b|-m sqs_endpoint\b|scripts/"
     r"|test_equivalence\.py|test_understanding_fifo\.py(?!.*not committed)"
 )
 #: Distributions the learner's environment must not have (the issue's "nothing else").

@@ -1,5 +1,6 @@
 """The built wheel ships the four layers (``spec``, ``impl``, ``model_tests``, ``tla``) and the SQS
-endpoint (``server``) with their subpackages, no tests, and each entry point it ships runs once
+endpoint (``sqs_endpoint``) with their subpackages, no tests, and each entry point it ships runs
+once
 installed.
 
 The wheel is built once for the module from a copy of the checkout (its tracked and untracked,
@@ -18,7 +19,7 @@ not to the installed library: ``python -m bench``,
 ``examples.demo`` and ``tools.diagrams`` are documented as run from the repository root (they
 read and write the checkout's ``docs/`` and ``bench/``), so they are not in the wheel and not
 run here; the last test fails if a page of the documentation names a ``python -m`` of the
-shipped packages that this file does not run (``python -m server`` with its ``server`` extra).
+shipped packages that this file does not run (``python -m sqs_endpoint`` with its ``server`` extra).
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 ROOT = Path(__file__).resolve().parent.parent
-SHIPPED = {"spec", "impl", "model_tests", "tla", "server"}
+SHIPPED = {"spec", "impl", "model_tests", "tla", "sqs_endpoint"}
 #: Top-level packages of the repository that the wheel leaves out (see the module docstring).
 REPOSITORY_ONLY = {"bench", "examples", "tools", "tests"}
 PROJECT = canonicalize_name("sqs-queue-reference")
@@ -66,7 +67,7 @@ ENTRY_POINTS: dict[str, tuple[str | None, tuple[str, ...]]] = {
     "model_tests.conformance.measure_dlq": ("conformance", ()),
     "spec.html_system": (None, ()),
     "tla.recorded": (None, ("--all", "--timeout")),
-    "server": ("server", ("--host", "--port", "--config", "--clock", "--record")),
+    "sqs_endpoint": ("server", ("--host", "--port", "--config", "--clock", "--record")),
 }
 #: Seconds any one subprocess (build, install, entry point) may take before the test fails.
 STEP_BOUND = 300

@@ -1,4 +1,5 @@
-"""Both SQS wire protocols and the control API (server/app.py, server/control.py) end to end
+"""Both SQS wire protocols and the control API (sqs_endpoint/app.py, sqs_endpoint/control.py) end to
+end
 over HTTP, through a test double of the operation layer.
 
 The double records each call (operation, validated params, base URL) and answers a few
@@ -24,10 +25,10 @@ import boto3  # type: ignore[import-untyped]
 import botocore.exceptions  # type: ignore[import-untyped]
 import pytest
 
-import server
-from server.clock import ServerClock
-from server.errors import SqsError
-from server.md5 import md5_of_body
+import sqs_endpoint
+from sqs_endpoint.clock import ServerClock
+from sqs_endpoint.errors import SqsError
+from sqs_endpoint.md5 import md5_of_body
 
 TIMEOUT = 10.0  # a safety bound on every socket read
 JSON_TYPE = "application/x-amz-json-1.0"
@@ -37,7 +38,7 @@ UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a
 
 
 class Double:
-    """A stand-in for server.service.Service: records calls, answers a few operations."""
+    """A stand-in for sqs_endpoint.service.Service: records calls, answers a few operations."""
 
     def __init__(self, clock: ServerClock) -> None:
         self.clock = clock
@@ -74,7 +75,7 @@ class Double:
 
 
 class Served:
-    def __init__(self, ep: server.Endpoint, double: Double) -> None:
+    def __init__(self, ep: sqs_endpoint.Endpoint, double: Double) -> None:
         self.ep, self.double = ep, double
         self.port = ep.port
 
@@ -115,7 +116,7 @@ def served() -> Iterator[Served]:
         doubles.append(Double(clock))
         return doubles[0]
 
-    with server.serve(port=0, clock="fake", service=factory) as ep:
+    with sqs_endpoint.serve(port=0, clock="fake", service=factory) as ep:
         yield Served(ep, doubles[0])
     assert doubles[0].closed
 
@@ -345,7 +346,7 @@ def test_oversize_body_is_request_entity_too_large_in_the_protocol_of_the_head()
     def factory(clock: ServerClock) -> Double:
         return Double(clock)
 
-    with server.serve(port=0, service=factory, max_body=100) as ep:
+    with sqs_endpoint.serve(port=0, service=factory, max_body=100) as ep:
         s = Served(ep, Double(ep.clock))
         status, headers, body = s.json("CreateQueue", {"QueueName": "q" * 200})
         assert status == 413

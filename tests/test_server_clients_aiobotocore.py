@@ -10,7 +10,7 @@ from __future__ import annotations
 import sqs_client_scenario as scenario
 from server_clients import CLIENTS, assert_facts, run_client, venv_python
 
-from server import Endpoint
+from sqs_endpoint import Endpoint
 
 
 def test_aiobotocore_does_its_work_and_a_long_poll_is_answered_by_a_send(

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 from server_clients import CLIENTS, ROOT, SUBPROCESS_BOUND, client_env, missing, venv_python
 
-from server import Endpoint
+from sqs_endpoint import Endpoint
 
 AWS = ROOT / ".venv-clients" / "bin" / "aws"
 

@@ -16,7 +16,7 @@ from typing import Any
 import sqs_client_scenario as scenario
 from server_clients import assert_facts, run_client, venv_python
 
-from server import Endpoint
+from sqs_endpoint import Endpoint
 
 JSON_1_0 = "application/x-amz-json-1.0"
 FORM = "application/x-www-form-urlencoded; charset=utf-8"

@@ -22,7 +22,7 @@ from urllib.parse import urlsplit
 import pytest
 from server_clients import WORK_BOUND, client_module
 
-from server import Endpoint
+from sqs_endpoint import Endpoint
 
 celery = client_module("celery")
 kombu = client_module("kombu")

@@ -19,8 +19,8 @@ from typing import Any
 import pytest
 from server_clients import WORK_BOUND, client_module
 
-from server import Endpoint
-from server.pytest_plugin import DUMMY_CREDENTIALS, REGION
+from sqs_endpoint import Endpoint
+from sqs_endpoint.pytest_plugin import DUMMY_CREDENTIALS, REGION
 
 dramatiq = client_module("dramatiq")
 SQSBroker = client_module("dramatiq_sqs").SQSBroker

@@ -21,7 +21,7 @@ import pytest
 import sqs_client_scenario as scenario
 from server_clients import CLIENTS, assert_facts, missing, run_client
 
-from server import Endpoint
+from sqs_endpoint import Endpoint
 
 JS = CLIENTS / "js"
 

@@ -1,4 +1,4 @@
-"""The endpoint's clock (server/clock.py): frozen, advanced, running, and its callbacks.
+"""The endpoint's clock (sqs_endpoint/clock.py): frozen, advanced, running, and its callbacks.
 
 The callback tests run frozen (``mode="fake"``) and move the time with ``advance``: the order
 of due times, ties in registration order, a cancelled callback, one registered by another, a
@@ -19,7 +19,7 @@ import pytest
 
 from impl import AsyncQueue, Empty
 from impl.clock import Clock
-from server.clock import ServerClock
+from sqs_endpoint.clock import ServerClock
 
 
 def test_it_is_an_impl_clock() -> None:

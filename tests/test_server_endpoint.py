@@ -1,8 +1,9 @@
-"""The endpoint as a whole (server/endpoint.py, server/__main__.py): ``server.serve`` and
-``python -m server`` with the real operation layer, driven by unmodified boto3 clients.
+"""The endpoint as a whole (sqs_endpoint/endpoint.py, sqs_endpoint/__main__.py):
+``sqs_endpoint.serve`` and
+``python -m sqs_endpoint`` with the real operation layer, driven by unmodified boto3 clients.
 
 boto3 (AWS JSON 1.0) and boto3 on the query protocol (the same botocore reading the query-era
-service description of ``server.model`` from a data path of its own, so its QuerySerializer
+service description of ``sqs_endpoint.model`` from a data path of its own, so its QuerySerializer
 and QueryParser do the work) each create, send, receive and delete, and see a redelivery after
 ``ep.advance(31)`` on the frozen clock, without sleeping. A long poll ends in real time while
 the clock is frozen. The endpoint's lifecycle: its URL, a port in use, bad arguments, the
@@ -28,10 +29,10 @@ import botocore.exceptions  # type: ignore[import-untyped]
 import botocore.session  # type: ignore[import-untyped]
 import pytest
 
-import server
-from server import model as sqs_model
-from server.endpoint import ConfigError, load_config
-from server.service import Service
+import sqs_endpoint
+from sqs_endpoint import model as sqs_model
+from sqs_endpoint.endpoint import ConfigError, load_config
+from sqs_endpoint.service import Service
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 TIMEOUT = 10.0
@@ -60,12 +61,12 @@ def query_session(tmp: pathlib.Path) -> botocore.session.Session:
 
 
 @pytest.fixture
-def ep() -> Iterator[server.Endpoint]:
-    with server.serve(port=0, clock="fake") as endpoint:
+def ep() -> Iterator[sqs_endpoint.Endpoint]:
+    with sqs_endpoint.serve(port=0, clock="fake") as endpoint:
         yield endpoint
 
 
-def _round_trip(sqs: Any, ep: server.Endpoint) -> None:
+def _round_trip(sqs: Any, ep: sqs_endpoint.Endpoint) -> None:
     url = sqs.create_queue(QueueName="jobs", Attributes={"VisibilityTimeout": "30"})["QueueUrl"]
     assert url == f"{ep.url}/000000000000/jobs"
     sqs.send_message(
@@ -97,12 +98,12 @@ def _round_trip(sqs: Any, ep: server.Endpoint) -> None:
     assert attrs["ApproximateNumberOfMessagesNotVisible"] == "0"
 
 
-def test_boto3_json_round_trip_and_redelivery(ep: server.Endpoint) -> None:
+def test_boto3_json_round_trip_and_redelivery(ep: sqs_endpoint.Endpoint) -> None:
     _round_trip(client(ep.url), ep)
 
 
 def test_boto3_query_protocol_round_trip_and_redelivery(
-    ep: server.Endpoint, tmp_path: pathlib.Path
+    ep: sqs_endpoint.Endpoint, tmp_path: pathlib.Path
 ) -> None:
     session = query_session(tmp_path)
     sqs = client(ep.url, session)
@@ -113,7 +114,7 @@ def test_boto3_query_protocol_round_trip_and_redelivery(
     assert info.value.response["Error"]["Code"] == "AWS.SimpleQueueService.NonExistentQueue"
 
 
-def test_a_long_poll_ends_in_real_time_while_the_clock_is_frozen(ep: server.Endpoint) -> None:
+def test_a_long_poll_ends_in_real_time_while_the_clock_is_frozen(ep: sqs_endpoint.Endpoint) -> None:
     sqs = client(ep.url)
     url = sqs.create_queue(QueueName="idle")["QueueUrl"]
     assert ep.frozen
@@ -124,7 +125,7 @@ def test_a_long_poll_ends_in_real_time_while_the_clock_is_frozen(ep: server.Endp
     assert ep.now() == 0.0
 
 
-def test_a_long_poll_gets_a_message_sent_while_it_waits(ep: server.Endpoint) -> None:
+def test_a_long_poll_gets_a_message_sent_while_it_waits(ep: sqs_endpoint.Endpoint) -> None:
     sqs = client(ep.url)
     url = sqs.create_queue(QueueName="q")["QueueUrl"]
     got: list[Any] = []
@@ -143,12 +144,12 @@ def test_a_long_poll_gets_a_message_sent_while_it_waits(ep: server.Endpoint) -> 
 
 
 def _endpoint_threads() -> list[threading.Thread]:
-    return [t for t in threading.enumerate() if t.name == "server.endpoint"]
+    return [t for t in threading.enumerate() if t.name == "sqs_endpoint.endpoint"]
 
 
 def test_serve_lifecycle() -> None:
     before = len(_endpoint_threads())
-    ep = server.serve(port=0)
+    ep = sqs_endpoint.serve(port=0)
     assert ep.url == f"http://127.0.0.1:{ep.port}"
     assert ep.port > 0
     assert not ep.frozen  # the real clock by default
@@ -165,7 +166,7 @@ def test_serve_lifecycle() -> None:
     assert "closed" in repr(ep)
 
 
-def test_endpoint_clock_control(ep: server.Endpoint) -> None:
+def test_endpoint_clock_control(ep: sqs_endpoint.Endpoint) -> None:
     assert ep.frozen and ep.now() == 0.0
     ep.advance(5)
     assert ep.now() == 5.0
@@ -179,15 +180,15 @@ def test_endpoint_clock_control(ep: server.Endpoint) -> None:
             ep.advance(bad)
 
 
-def test_endpoint_call_and_queues(ep: server.Endpoint) -> None:
+def test_endpoint_call_and_queues(ep: sqs_endpoint.Endpoint) -> None:
     url = ep.call("CreateQueue", {"QueueName": "made"})["QueueUrl"]
     assert url == f"{ep.url}/000000000000/made"
     assert ep.queues() == ["made"]
 
 
 def test_a_port_in_use_is_an_oserror() -> None:
-    with server.serve(port=0) as ep, pytest.raises(OSError):
-        server.serve(port=ep.port)
+    with sqs_endpoint.serve(port=0) as ep, pytest.raises(OSError):
+        sqs_endpoint.serve(port=ep.port)
 
 
 @pytest.mark.parametrize(
@@ -203,7 +204,7 @@ def test_a_port_in_use_is_an_oserror() -> None:
 )
 def test_bad_serve_arguments(kwargs: dict[str, Any], error: type[Exception], name: str) -> None:
     with pytest.raises(error, match=name):
-        server.serve(**kwargs)
+        sqs_endpoint.serve(**kwargs)
 
 
 class _Spy:
@@ -228,7 +229,9 @@ class _Spy:
 
 def test_close_cancels_a_long_poll_in_flight() -> None:
     entered = threading.Event()
-    ep = server.serve(port=0, clock="fake", service=lambda clock: _Spy(Service(clock), entered))
+    ep = sqs_endpoint.serve(
+        port=0, clock="fake", service=lambda clock: _Spy(Service(clock), entered)
+    )
     sqs = client(ep.url)
     url = sqs.create_queue(QueueName="q")["QueueUrl"]
     outcome: list[object] = []
@@ -262,7 +265,7 @@ def test_config_creates_queues(tmp_path: pathlib.Path) -> None:
         'tags = { team = "payments" }\n\n'
         '[[queue]]\nname = "orders.fifo"\nattributes = { FifoQueue = true }\n'
     )
-    with server.serve(port=0, config=path) as ep:
+    with sqs_endpoint.serve(port=0, config=path) as ep:
         assert ep.queues() == ["dead", "jobs", "orders.fifo"]
         sqs = client(ep.url)
         url = sqs.get_queue_url(QueueName="jobs")["QueueUrl"]
@@ -296,23 +299,24 @@ def test_bad_config_names_the_field(tmp_path: pathlib.Path, text: str, names: st
 
 def test_a_missing_config_file(tmp_path: pathlib.Path) -> None:
     with pytest.raises(ConfigError, match="cannot read"):
-        server.serve(port=0, config=tmp_path / "none.toml")
+        sqs_endpoint.serve(port=0, config=tmp_path / "none.toml")
 
 
 def test_a_config_queue_the_service_refuses_stops_the_start() -> None:
     before = len(_endpoint_threads())
     bad = {"queue": [{"name": "bad name!"}]}
     with pytest.raises(ConfigError, match="bad name!"):
-        server.serve(port=0, config=bad)
+        sqs_endpoint.serve(port=0, config=bad)
     assert len(_endpoint_threads()) == before
 
 
-# -- python -m server ------------------------------------------------------------------------------
+# -- python -m sqs_endpoint
+# ------------------------------------------------------------------------------
 
 
 def test_main_help() -> None:
     out = subprocess.run(
-        [sys.executable, "-m", "server", "--help"],
+        [sys.executable, "-m", "sqs_endpoint", "--help"],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -328,7 +332,17 @@ def test_main_serves_until_ctrl_c(tmp_path: pathlib.Path) -> None:
     config = tmp_path / "queues.toml"
     config.write_text('[[queue]]\nname = "jobs"\n')
     proc = subprocess.Popen(
-        [sys.executable, "-m", "server", "--port", "0", "--clock", "fake", "--config", str(config)],
+        [
+            sys.executable,
+            "-m",
+            "sqs_endpoint",
+            "--port",
+            "0",
+            "--clock",
+            "fake",
+            "--config",
+            str(config),
+        ],
         cwd=ROOT,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -358,7 +372,7 @@ def test_main_bad_config_exits_2(tmp_path: pathlib.Path) -> None:
     config = tmp_path / "queues.toml"
     config.write_text("[[queue]]\n")
     result = subprocess.run(
-        [sys.executable, "-m", "server", "--port", "0", "--config", str(config)],
+        [sys.executable, "-m", "sqs_endpoint", "--port", "0", "--config", str(config)],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -371,7 +385,7 @@ def test_main_bad_config_exits_2(tmp_path: pathlib.Path) -> None:
 def test_real_clock_redelivery_wakes_a_long_poll() -> None:
     # The real clock: the visibility timeout expires from the loop's timer at the real time,
     # and the waiting receive gets the message then (generous bounds: a loaded machine).
-    with server.serve(port=0, clock="real") as ep:
+    with sqs_endpoint.serve(port=0, clock="real") as ep:
         sqs = client(ep.url)
         url = sqs.create_queue(QueueName="rt", Attributes={"VisibilityTimeout": "1"})["QueueUrl"]
         sqs.send_message(QueueUrl=url, MessageBody="again")

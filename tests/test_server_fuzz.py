@@ -32,8 +32,8 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-import server
-from server import model as sqs_model
+import sqs_endpoint
+from sqs_endpoint import model as sqs_model
 
 MODEL = sqs_model.load()
 SHAPES: dict[str, Any] = MODEL.description["shapes"]
@@ -52,7 +52,7 @@ SETTINGS = settings(
 class Target:
     """The endpoint under fuzz, with its queues and a live receipt handle."""
 
-    def __init__(self, ep: server.Endpoint) -> None:
+    def __init__(self, ep: sqs_endpoint.Endpoint) -> None:
         self.ep = ep
         self.conn: http.client.HTTPConnection | None = None
         self.ensure()
@@ -119,7 +119,7 @@ class Target:
 
 @pytest.fixture
 def target() -> Iterator[Target]:
-    with server.serve(port=0, clock="fake") as ep:
+    with sqs_endpoint.serve(port=0, clock="fake") as ep:
         t = Target(ep)
         yield t
         if t.conn is not None:

@@ -1,4 +1,4 @@
-"""The endpoint's HTTP/1.1 server (server/http.py) over real sockets on 127.0.0.1.
+"""The endpoint's HTTP/1.1 server (sqs_endpoint/http.py) over real sockets on 127.0.0.1.
 
 An echo handler answers every request with what the server parsed (method, path, query,
 headers, body), so each test checks the parse itself: keep-alive and pipelining on one socket,
@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 
 import pytest
 
-from server.http import HttpServer, Request, Response
+from sqs_endpoint.http import HttpServer, Request, Response
 
 T = TypeVar("T")
 TIMEOUT = 10.0  # a safety bound on every socket read, never a wait for something to happen

@@ -25,9 +25,9 @@ from typing import Any
 
 import pytest
 
-import server
-from server.http import HttpServer, Request, Response
-from server.service import Service
+import sqs_endpoint
+from sqs_endpoint.http import HttpServer, Request, Response
+from sqs_endpoint.service import Service
 
 TIMEOUT = 10.0  # a safety bound on every socket read, never a wait for something to happen
 HOPS = 10_000  # a safety bound on the loop hops a wait for the server's state may take
@@ -99,7 +99,7 @@ class Waiting:
         await self.inner.aclose()
 
 
-def wait_until(ep: server.Endpoint, what: Callable[[], bool], about: str) -> None:
+def wait_until(ep: sqs_endpoint.Endpoint, what: Callable[[], bool], about: str) -> None:
     """Hop to the endpoint's loop until ``what()`` holds there (a bounded number of hops)."""
     for _ in range(HOPS):
         if ep._on_loop(what):
@@ -118,7 +118,7 @@ def test_closing_with_open_connections_is_quiet_and_closes_every_one(
         return spy[0]
 
     caplog.set_level(logging.DEBUG)
-    ep = server.serve(port=0, clock="fake", service=factory)
+    ep = sqs_endpoint.serve(port=0, clock="fake", service=factory)
     sockets: list[socket.socket] = []
     http = ep._http
     loop = ep._loop

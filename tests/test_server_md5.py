@@ -1,4 +1,5 @@
-"""The MD5 digests the SQS endpoint returns (server/md5.py), against vectors it did not compute.
+"""The MD5 digests the SQS endpoint returns (sqs_endpoint/md5.py), against vectors it did not
+compute.
 
 Three kinds of expected values, none taken from the code under test:
 
@@ -18,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from server.md5 import md5_of_body, md5_of_message_attributes
+from sqs_endpoint.md5 import md5_of_body, md5_of_message_attributes
 
 
 @pytest.mark.parametrize(

@@ -1,5 +1,6 @@
-"""The SQS service model of the endpoint (server/model.py, server/errors.py): request validation,
-the JSON protocol's responses and both protocols' errors, and server/data/query.json kept in
+"""The SQS service model of the endpoint (sqs_endpoint/model.py, sqs_endpoint/errors.py): request
+validation,
+the JSON protocol's responses and both protocols' errors, and sqs_endpoint/data/query.json kept in
 step with botocore's model.
 
 Validation: a missing required member is ``MissingParameter`` naming the member by its path, a
@@ -22,8 +23,8 @@ import botocore.model  # type: ignore[import-untyped]
 import botocore.parsers  # type: ignore[import-untyped]
 import pytest
 
-from server import model as sqs_model
-from server.errors import SqsError, error_info, known_codes, load_query_data
+from sqs_endpoint import model as sqs_model
+from sqs_endpoint.errors import SqsError, error_info, known_codes, load_query_data
 
 MODEL = sqs_model.load()
 BOTOCORE = botocore.model.ServiceModel(

@@ -1,4 +1,5 @@
-"""The SQS endpoint's pytest plugin (server/pytest_plugin.py): its fixtures, its entry point, its
+"""The SQS endpoint's pytest plugin (sqs_endpoint/pytest_plugin.py): its fixtures, its entry point,
+its
 example.
 
 The example (examples/test_sqs_redelivery.py) runs in a pytest of its own, which gets the
@@ -20,7 +21,7 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
-from server import Endpoint, pytest_plugin
+from sqs_endpoint import Endpoint, pytest_plugin
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "test_sqs_redelivery.py"
@@ -45,7 +46,7 @@ def test_the_wheel_ships_the_module_of_every_pytest_entry_point() -> None:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())
     plugins = project["project"]["entry-points"]["pytest11"]
     shipped = project["tool"]["setuptools"]["packages"]["find"]["include"]
-    assert plugins == {"sqs_endpoint": "server.pytest_plugin"}
+    assert plugins == {"sqs_endpoint": "sqs_endpoint.pytest_plugin"}
     assert all(module.split(".")[0] in shipped for module in plugins.values())
 
 
@@ -85,7 +86,7 @@ def test_loading_the_plugin_imports_no_client_library() -> None:
     # pytest loads the plugin in every run of this environment: the fixtures import boto3 (and
     # start the endpoint) only when a test asks for them.
     code = (
-        "import sys, server.pytest_plugin\n"
+        "import sys, sqs_endpoint.pytest_plugin\n"
         "loaded = {'boto3', 'botocore'} & set(sys.modules)\n"
         "assert not loaded, loaded\n"
     )

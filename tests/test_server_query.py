@@ -1,11 +1,11 @@
-"""The query protocol of the SQS endpoint (server/query.py, ServiceModel.parse_query and
+"""The query protocol of the SQS endpoint (sqs_endpoint/query.py, ServiceModel.parse_query and
 serialize_query) read and written by botocore's own query-protocol code.
 
 A query-era client's request is made by botocore's ``QuerySerializer`` and percent-encoded as
 botocore sends it; ``parse_form`` + ``parse_query`` + ``validate_input`` must give the same
 request as the JSON protocol's params. The XML the endpoint answers with is read back by
-botocore's ``QueryParser``: once over the query-era description ``server.model`` derives
-(botocore's JSON-era model with server/data/query.json), and once over a real query-era SQS
+botocore's ``QueryParser``: once over the query-era description ``sqs_endpoint.model`` derives
+(botocore's JSON-era model with sqs_endpoint/data/query.json), and once over a real query-era SQS
 model when this machine has one (``SQS_QUERY_ERA_MODEL``, or the botocore that the Google Cloud
 SDK vendors), so a wire name wrong in query.json cannot pass by agreeing with itself. Every
 error path of the form parser is checked: malformed query strings, missing and unknown
@@ -32,9 +32,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from server import model as sqs_model
-from server.errors import SqsError, load_query_data
-from server.query import parse_form
+from sqs_endpoint import model as sqs_model
+from sqs_endpoint.errors import SqsError, load_query_data
+from sqs_endpoint.query import parse_form
 
 MODEL = sqs_model.load()
 URL = "http://127.0.0.1:9324/000000000000/orders"

@@ -1,6 +1,7 @@
-"""The operation layer (``server/service.py``): the core message path, called as the wire calls it.
+"""The operation layer (``sqs_endpoint/service.py``): the core message path, called as the wire
+calls it.
 
-Every request goes through ``server.model.load().validate_input`` first (what the HTTP side
+Every request goes through ``sqs_endpoint.model.load().validate_input`` first (what the HTTP side
 does), then ``await service.call(op, params, base_url=...)``, on an ``impl.FakeClock``: time moves
 only by ``clock.advance``, which fires the queues' loop timers at once. No test sleeps on wall
 time; the long-poll tests bound a real-time wait with generous margins and decide nothing by
@@ -16,7 +17,7 @@ from typing import Any
 import pytest
 from service_client import ACCOUNT, BASE, Client, counts, fifo, settle, sqs
 
-from server.md5 import md5_of_body, md5_of_message_attributes
+from sqs_endpoint.md5 import md5_of_body, md5_of_message_attributes
 
 # -- queues ----------------------------------------------------------------------------------
 

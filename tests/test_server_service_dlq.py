@@ -325,7 +325,7 @@ def test_the_run_is_recorded_for_tla(tmp_path: pathlib.Path) -> None:
     import asyncio
 
     from impl import FakeClock
-    from server.service import Service
+    from sqs_endpoint.service import Service
     from tla.recorded import read_run
 
     async def main() -> None:

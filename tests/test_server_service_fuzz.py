@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from service_client import BASE, Client
 
-from server.errors import SqsError
+from sqs_endpoint.errors import SqsError
 
 ACCOUNT = "000000000000"
 STD = f"{BASE}/{ACCOUNT}/std"

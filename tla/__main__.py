@@ -10,7 +10,7 @@ directory (:func:`runs_dir`). The exit status is 0 when every outcome was the ex
 one was not, 2 when nothing could be checked (no Java, no jar, a bad config, an unknown model).
 
 ``python -m tla --recorded DIR`` checks a recorded run instead: every queue an SQS endpoint
-recorded into ``DIR`` (``python -m server --record DIR``, ``pytest --sqs-record DIR``), each
+recorded into ``DIR`` (``python -m sqs_endpoint --record DIR``, ``pytest --sqs-record DIR``), each
 against its spec (:mod:`tla.recorded`, also ``python -m tla.recorded DIR``); the exit status is
 0 when no queue's trace was rejected, 1 when one was, 2 when the directory holds no recording.
 """

@@ -1,6 +1,7 @@
 """Trace validation of a recorded run: every queue an SQS endpoint served, checked by TLC.
 
-``python -m server --record DIR`` (``server.serve(record=DIR)``) records the trace of every
+``python -m sqs_endpoint --record DIR`` (``sqs_endpoint.serve(record=DIR)``) records the trace of
+every
 queue it serves; ``python -m tla.recorded DIR`` checks each against the TLA+ spec, so a user's
 own test session against the endpoint can be validated. This module is both halves: the
 :class:`Recorder` the endpoint writes with, and the checker.

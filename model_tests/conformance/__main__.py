@@ -15,13 +15,13 @@ the relaxed oracle explains every divergence, groups them, shrinks one per group
 (:mod:`model_tests.conformance.report`). The summary goes to standard output; ``--report``
 writes it as Markdown, ``--json`` as data and ``--junit`` as JUnit XML
 (:mod:`model_tests.conformance.output`). Exit status: 0 when the profile (default: ``strict`` on
-``impl`` and ``server``, ``sqs-standard``, or ``sqs-fifo`` with ``--fifo``) admits everything
+``impl`` and ``sqs_endpoint``, ``sqs-standard``, or ``sqs-fifo`` with ``--fifo``) admits everything
 seen, 1 when it does not, 2 for an error (bad arguments, a refused scenario, an endpoint that
 fails, Ctrl-C) or no verdict.
 
 ``--endpoint impl`` (``impl-fifo``) is the project's own queue in-process
 (:mod:`model_tests.conformance.local`); ``--endpoint server`` is the project's SQS server
-(``server/``) over HTTP on its fake clock (``advance`` moves it: no sleeping), ``server-real``
+(``sqs_endpoint/``) over HTTP on its fake clock (``advance`` moves it: no sleeping), ``server-real``
 the same on the real clock; both are judged ``strict`` by default. Before anything is created on
 an SQS endpoint, the run prints the account (STS ``GetCallerIdentity``; for an endpoint without
 STS, that it is unknown) and the region, the queues it creates and deletes and at most how many

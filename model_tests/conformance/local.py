@@ -52,7 +52,7 @@ def runner(endpoint: str) -> Callable[[Scenario], list[Output]]:
 
 def is_local(endpoint: str) -> bool:
     """Whether ``endpoint`` runs on this machine: an in-process target, moto, moto-server, this
-    project's server (``server``, ``server-real``), or an http(s) URL whose host is
+    project's server (``sqs_endpoint``, ``server-real``), or an http(s) URL whose host is
     ``localhost`` or a loopback address (127.0.0.0/8, ::1)."""
     if is_target(endpoint) or endpoint in NAMED_ENDPOINTS:
         return True

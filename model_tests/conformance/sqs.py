@@ -7,7 +7,7 @@ target). Endpoints (:func:`open_endpoint`):
 - ``"moto"``: moto's in-process ``mock_aws``;
 - ``"moto-server"``: a ``moto.server.ThreadedMotoServer`` on 127.0.0.1 (a free port), a real
   HTTP peer, started and stopped with the endpoint;
-- ``"server"``: this project's own SQS endpoint (``server.serve(port=0, clock="fake")``) on
+- ``"server"``: this project's own SQS endpoint (``sqs_endpoint.serve(port=0, clock="fake")``) on
   127.0.0.1 over HTTP, started and stopped with the endpoint; ``advance`` moves the server's
   fake clock (``Endpoint.advance``), so nothing sleeps;
 - ``"server-real"``: the same server on the real clock; ``advance`` sleeps (:class:`WallClock`);
@@ -187,7 +187,7 @@ RECEIPT_ERRORS: Final = frozenset({"ReceiptHandleIsInvalid", "MessageNotInflight
 MAX_WAIT_TIME: Final = 20
 #: The moto endpoint names (moto's clock is patched; no long polling).
 ENDPOINTS: Final = ("moto", "moto-server")
-#: This project's own server (``server/``): on its fake clock, and on the real clock.
+#: This project's own server (``sqs_endpoint/``): on its fake clock, and on the real clock.
 SERVER_ENDPOINTS: Final = ("server", "server-real")
 #: Every endpoint name other than a URL.
 NAMED_ENDPOINTS: Final = (*ENDPOINTS, *SERVER_ENDPOINTS)
@@ -290,7 +290,7 @@ class WallClock:
 
 
 class TimeControl(Protocol):
-    """What the kit needs of an endpoint whose time it controls: ``server.serve``'s
+    """What the kit needs of an endpoint whose time it controls: ``sqs_endpoint.serve``'s
     ``Endpoint`` on the fake clock."""
 
     def advance(self, seconds: float) -> object: ...
@@ -562,13 +562,13 @@ def _server_endpoint(endpoint: str, wait_time: int) -> Iterator[SqsEndpoint]:
     fake clock (``"server"``, ``advance`` moves it) or the real one (``"server-real"``)."""
     import importlib
 
-    # server/ stays in the repository (the wheel ships model_tests without it): imported by
+    # sqs_endpoint/ stays in the repository (the wheel ships model_tests without it): imported by
     # name, so the kit has no static dependency on it.
     try:
-        serve: Callable[..., Any] = importlib.import_module("server").serve
+        serve: Callable[..., Any] = importlib.import_module("sqs_endpoint").serve
     except (ImportError, AttributeError) as e:
         raise ValueError(
-            f"endpoint {endpoint!r} needs this repository's server/ package (server.serve): {e}"
+            f"endpoint {endpoint!r} needs the sqs_endpoint package and its 'server' extra: {e}"
         ) from e
     fake = endpoint == "server"
     with serve(host="127.0.0.1", port=0, clock="fake" if fake else "real") as ep:

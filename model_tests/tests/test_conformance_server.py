@@ -1,4 +1,4 @@
-"""The conformance kit judges this project's SQS server (``server/``) over HTTP, in the strict
+"""The conformance kit judges this project's SQS server (``sqs_endpoint/``) over HTTP, in the strict
 profile: every generated scenario of the SQS profile (standard and FIFO queues, batches, delays,
 purge, dead-letter queues), the probes and the system scenarios must give the model's outputs,
 with no relaxation at all.
@@ -26,8 +26,10 @@ from model_tests.conformance.sqs import SqsEndpoint, open_endpoint, run_on_sqs
 from model_tests.scenario_format import Invoke, parse_scenario
 from model_tests.targets import run_scenario
 
-if not hasattr(importlib.import_module("server"), "serve"):  # pragma: no cover - until it lands
-    pytest.skip("server.serve is not there yet", allow_module_level=True)
+if not hasattr(
+    importlib.import_module("sqs_endpoint"), "serve"
+):  # pragma: no cover - until it lands
+    pytest.skip("sqs_endpoint.serve is not there yet", allow_module_level=True)
 
 #: Generated scenarios per queue type on the fake clock (the seed's first ones: a prefix of
 #: any longer run of that seed), in the default run and in the slow one (the docs' seed, as

@@ -10,7 +10,7 @@ receive, with no ``await`` between), which is what ``ApproximateFirstReceiveTime
 The checks follow the SQS API Reference (SendMessage, MessageAttributeValue and "Amazon SQS
 message attributes" in the Developer Guide): body characters (``InvalidMessageContents``),
 attribute count, names, data types and values, the size counted over body and attributes
-(``InvalidParameterValue``). Each raises :class:`server.errors.SqsError` naming what is wrong.
+(``InvalidParameterValue``). Each raises :class:`sqs_endpoint.errors.SqsError` naming what is wrong.
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from typing import Any, Final
 
-from server.errors import SqsError
-from server.md5 import md5_of_body, md5_of_message_attributes
+from sqs_endpoint.errors import SqsError
+from sqs_endpoint.md5 import md5_of_body, md5_of_message_attributes
 
 __all__ = [
     "MAX_ATTRIBUTES",

@@ -6,8 +6,10 @@ with the error's code as botocore's JSON-era model names it (``QueueDoesNotExist
 name (``InvalidAction``, ``MissingParameter``, ``InvalidParameterValue``,
 ``MalformedQueryString``). What the wire needs beside the code - the legacy query code a
 query-era client matches on (``AWS.SimpleQueueService.NonExistentQueue``), the HTTP status and
-whether the sender is at fault - is looked up in ``server/data/query.json``, written there once;
-an argument given to ``SqsError`` overrides it. ``server.model`` turns an ``SqsError`` into either
+whether the sender is at fault - is looked up in ``sqs_endpoint/data/query.json``, written there
+once;
+an argument given to ``SqsError`` overrides it. ``sqs_endpoint.model`` turns an ``SqsError`` into
+either
 protocol's response (``json_error``, ``query_error``).
 
 This module needs no botocore: the table is this package's own data.
@@ -34,13 +36,15 @@ class ErrorInfo:
 
 
 def load_query_data() -> dict[str, Any]:
-    """``server/data/query.json``: the query protocol's additions to botocore's model."""
+    """``sqs_endpoint/data/query.json``: the query protocol's additions to botocore's model."""
     return _query_data()
 
 
 @cache
 def _query_data() -> dict[str, Any]:
-    text = resources.files("server").joinpath("data", "query.json").read_text(encoding="utf-8")
+    text = (
+        resources.files("sqs_endpoint").joinpath("data", "query.json").read_text(encoding="utf-8")
+    )
     data: dict[str, Any] = json.loads(text)
     return data
 
@@ -58,7 +62,7 @@ def _table() -> dict[str, ErrorInfo]:
 
 
 def known_codes() -> frozenset[str]:
-    """Every code the table of ``server/data/query.json`` knows."""
+    """Every code the table of ``sqs_endpoint/data/query.json`` knows."""
     return frozenset(_table())
 
 
@@ -71,7 +75,8 @@ class SqsError(Exception):
     """A refused request: the SQS error ``code`` with a human-readable ``message``.
 
     ``status``, ``sender_fault`` and ``query_code`` default to the table of
-    ``server/data/query.json`` for ``code``; a code the table lacks gets 400, sender fault and its
+    ``sqs_endpoint/data/query.json`` for ``code``; a code the table lacks gets 400, sender fault and
+    its
     own name as the query code (so an operation can raise a code no table lists yet and both
     protocols still answer with it).
     """

@@ -1,11 +1,12 @@
 """Every SQS operation over ``impl.AsyncQueue`` / ``impl.AsyncFifoQueue``; no wire format.
 
-:class:`Service` is the seam between the wire (``server/http.py``: JSON and query requests
-parsed and validated by ``server.model``) and the queues: ``await service.call(op, params,
+:class:`Service` is the seam between the wire (``sqs_endpoint/http.py``: JSON and query requests
+parsed and validated by ``sqs_endpoint.model``) and the queues: ``await service.call(op, params,
 base_url=...)`` takes the operation's validated request (botocore member names) and returns its
-result structure, or raises :class:`server.errors.SqsError` with SQS's documented code. It holds
+result structure, or raises :class:`sqs_endpoint.errors.SqsError` with SQS's documented code. It
+holds
 no queue semantics of its own: each message is one impl message (its SQS side, attributes and
-digests, is the impl message's body, ``server.messages.Stored``), so the contract's rules hold
+digests, is the impl message's body, ``sqs_endpoint.messages.Stored``), so the contract's rules hold
 as written, checked by the model and by TLC: a message is in exactly one queue and one state,
 a move to a dead-letter queue is one step, a stale receipt never acts.
 
@@ -62,19 +63,19 @@ from typing import TYPE_CHECKING, Any, Final
 
 import impl
 from impl.redrive import RedriveStatus, RedriveTask
-from server import attributes as qattrs
-from server import messages
-from server.errors import SqsError
-from server.md5 import md5_of_message_attributes
-from server.messages import Stored
-from server.receipts import Handle, decode, encode
+from sqs_endpoint import attributes as qattrs
+from sqs_endpoint import messages
+from sqs_endpoint.errors import SqsError
+from sqs_endpoint.md5 import md5_of_message_attributes
+from sqs_endpoint.messages import Stored
+from sqs_endpoint.receipts import Handle, decode, encode
 
 if TYPE_CHECKING:
     from tla.recorded import Recorder
 
 __all__ = ["Service"]
 
-log = logging.getLogger("server.service")
+log = logging.getLogger("sqs_endpoint.service")
 
 #: SQS's visibility limit, seconds: per call, and total from a delivery's receive.
 MAX_VISIBILITY: Final = 43_200

@@ -1,4 +1,4 @@
-"""``python -m server``: run the SQS endpoint until Ctrl-C.
+"""``python -m sqs_endpoint``: run the SQS endpoint until Ctrl-C.
 
 It binds 127.0.0.1 by default (only this machine can reach it) and checks no credentials or
 signatures: any access key a client sends is accepted. Point a client at the URL it prints,
@@ -17,7 +17,7 @@ import sys
 import threading
 from types import FrameType
 
-from server.endpoint import ConfigError, serve
+from sqs_endpoint.endpoint import ConfigError, serve
 
 
 def _loopback(host: str) -> bool:
@@ -31,7 +31,7 @@ def _loopback(host: str) -> bool:
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog="python -m server",
+        prog="python -m sqs_endpoint",
         description=(
             "An SQS endpoint over this project's model-checked queues: AWS JSON 1.0 and the "
             "query protocol, for unmodified SQS clients. No credentials are checked."
@@ -64,17 +64,22 @@ def main(argv: list[str] | None = None) -> int:
         format="%(asctime)s %(name)s %(levelname)s %(message)s",
     )
     if not 0 <= args.port <= 65535:
-        print(f"python -m server: --port must be in 0..65535, got {args.port}", file=sys.stderr)
+        print(
+            f"python -m sqs_endpoint: --port must be in 0..65535, got {args.port}", file=sys.stderr
+        )
         return 2
     try:
         endpoint = serve(
             args.host, args.port, clock=args.clock, config=args.config, record=args.record
         )
     except ConfigError as e:
-        print(f"python -m server: {e}", file=sys.stderr)
+        print(f"python -m sqs_endpoint: {e}", file=sys.stderr)
         return 2
     except OSError as e:
-        print(f"python -m server: cannot listen on {args.host}:{args.port}: {e}", file=sys.stderr)
+        print(
+            f"python -m sqs_endpoint: cannot listen on {args.host}:{args.port}: {e}",
+            file=sys.stderr,
+        )
         return 1
     stop = threading.Event()
 

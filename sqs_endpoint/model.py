@@ -4,12 +4,13 @@ Nothing here is written per operation. The operations, their input and output sh
 members and types come from botocore's SQS service model (``botocore.loaders.Loader()
 .load_service_model("sqs", "service-2")``, the JSON-era model every boto3 user already has);
 what that model lacks for the query protocol (wire names, flattening, result wrappers, legacy
-error codes) is ``server/data/query.json``, laid over it once (``ServiceModel.query_description``).
+error codes) is ``sqs_endpoint/data/query.json``, laid over it once
+(``ServiceModel.query_description``).
 
 One request pipeline for both protocols, into the operation layer's JSON-protocol shapes:
 
 - JSON: ``params = json body``; ``op`` from ``X-Amz-Target`` (``operation_from_target``).
-- query: ``op, params = model.parse_query(server.query.parse_form(body))``.
+- query: ``op, params = model.parse_query(sqs_endpoint.query.parse_form(body))``.
 - then ``params = model.validate_input(op, params)``: raises ``SqsError`` naming the member
   (missing required member: ``MissingParameter``; wrong type or out of the type's range:
   ``InvalidParameterValue``; a batch's entries: the batch errors the model lists for the
@@ -36,8 +37,8 @@ from collections.abc import Mapping
 from functools import cache
 from typing import Any
 
-from server import query
-from server.errors import SqsError, load_query_data
+from sqs_endpoint import query
+from sqs_endpoint.errors import SqsError, load_query_data
 
 __all__ = [
     "JSON_CONTENT_TYPE",
@@ -60,7 +61,7 @@ _ACTION = "Action"
 
 
 def _load_botocore_model() -> dict[str, Any]:
-    # botocore is the server extra; imported here so `import server.errors` never needs it.
+    # botocore is the server extra; imported here so `import sqs_endpoint.errors` never needs it.
     import botocore.loaders  # type: ignore[import-untyped]
 
     model: dict[str, Any] = botocore.loaders.Loader().load_service_model("sqs", "service-2")
@@ -102,7 +103,8 @@ class ServiceModel:
     """The SQS model: operations, validation and both protocols' serialization.
 
     ``description`` is a JSON-era service description (default: botocore's, loaded once by
-    ``load()``); ``query_data`` the query protocol's additions (default: server/data/query.json).
+    ``load()``); ``query_data`` the query protocol's additions (default:
+    sqs_endpoint/data/query.json).
     """
 
     def __init__(
@@ -284,7 +286,7 @@ class ServiceModel:
         return str(entries["member"].get("locationName", "Entry"))
 
     def parse_query(self, form: Mapping[str, list[str]]) -> tuple[str, dict[str, Any]]:
-        """``(operation, params)`` of a query request's fields (``server.query.parse_form``).
+        """``(operation, params)`` of a query request's fields (``sqs_endpoint.query.parse_form``).
 
         ``params`` is the JSON-protocol shape (``Entries``, ``MessageAttributes``...), to be
         checked by ``validate_input``. Raises ``SqsError``: ``MissingAction`` with no Action,
@@ -406,5 +408,5 @@ def _short(value: object) -> str:
 
 @cache
 def load() -> ServiceModel:
-    """The endpoint's model, built once: botocore's SQS model with server/data/query.json."""
+    """The endpoint's model, built once: botocore's SQS model with sqs_endpoint/data/query.json."""
     return ServiceModel()

@@ -15,7 +15,7 @@ for each attribute, sorted by name:
   4-byte length + the value's bytes (UTF-8 for a string).
 
 Attributes are the JSON-protocol shape (``{"DataType": ..., "StringValue": ...}``); a
-``BinaryValue`` is the raw bytes (``server.model.validate_input`` decodes the wire's base64).
+``BinaryValue`` is the raw bytes (``sqs_endpoint.model.validate_input`` decodes the wire's base64).
 """
 
 from __future__ import annotations

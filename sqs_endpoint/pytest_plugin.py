@@ -4,7 +4,8 @@ Installed with the project, it is registered as a ``pytest11`` entry point (``sq
 any test in an environment that has the project gets these fixtures without a ``conftest.py``:
 
 ``sqs_endpoint``
-    A running endpoint (``server.serve(port=0, clock="fake")``) on a free port of 127.0.0.1, new
+    A running endpoint (``sqs_endpoint.serve(port=0, clock="fake")``) on a free port of 127.0.0.1,
+    new
     for each test and closed after it. Its clock is frozen until the test moves it, so nothing
     in the test depends on how fast the machine is. ``sqs_endpoint.url`` is the base URL.
 ``sqs_client``
@@ -32,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:  # only for the annotations: the endpoint is imported when a fixture starts it
-    from server.endpoint import Endpoint
+    from sqs_endpoint.endpoint import Endpoint
 
 
 #: The region the client is made for: any name works, the endpoint serves every region alike.
@@ -42,7 +43,9 @@ DUMMY_CREDENTIALS = {"aws_access_key_id": "testing", "aws_secret_access_key": "t
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    group = parser.getgroup("sqs_endpoint", "the SQS endpoint's fixtures (server/pytest_plugin.py)")
+    group = parser.getgroup(
+        "sqs_endpoint", "the SQS endpoint's fixtures (sqs_endpoint/pytest_plugin.py)"
+    )
     group.addoption(
         "--sqs-record",
         metavar="DIR",
@@ -55,12 +58,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 @pytest.fixture
 def sqs_endpoint(request: pytest.FixtureRequest) -> Iterator[Endpoint]:
     """An SQS endpoint on a free port of 127.0.0.1 on the fake clock, closed after the test."""
-    import server
+    import sqs_endpoint
 
     record: Path | None = request.config.getoption("sqs_record")
     if record is not None:
         record.mkdir(parents=True, exist_ok=True)
-    with server.serve(port=0, clock="fake", record=record) as endpoint:
+    with sqs_endpoint.serve(port=0, clock="fake", record=record) as endpoint:
         yield endpoint
 
 

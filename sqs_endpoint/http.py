@@ -54,7 +54,7 @@ __all__ = [
     "Response",
 ]
 
-log = logging.getLogger("server.http")
+log = logging.getLogger("sqs_endpoint.http")
 
 #: The largest request body read (bytes). A legal SQS request carries at most 1 MiB of
 #: message data, which JSON's ``\u00XX`` escapes make up to six times longer and a form's

@@ -3,8 +3,8 @@
 A query-era client (botocore before it moved SQS to AWS JSON 1.0, aws-cli v1 of that time, the
 SDKs' query clients) sends ``Action=SendMessage&QueueUrl=...&MessageAttribute.1.Name=...`` and
 reads XML. Everything here is driven by a *query-era service description*: botocore's JSON-era
-model with ``server/data/query.json`` laid over it
-(``server.model.ServiceModel.query_description``), so the wire names
+model with ``sqs_endpoint/data/query.json`` laid over it
+(``sqs_endpoint.model.ServiceModel.query_description``), so the wire names
 (``SendMessageBatchRequestEntry.1.Id``, ``Attribute.1.Name``, ``<Message>``,
 ``<Attribute><Name>..</Name><Value>..</Value></Attribute>``) come from data, never from code per
 operation. The naming rules are the ones botocore's ``QuerySerializer`` writes and
@@ -22,7 +22,7 @@ its ``QueryParser`` reads (``tests/test_server_query.py`` runs both against this
 
 Parsing yields the JSON-protocol shape of the request (member names as in the model, integers as
 int, booleans as bool, blobs still base64 text as JSON carries them), which
-``server.model.ServiceModel.validate_input`` then checks like any JSON request.
+``sqs_endpoint.model.ServiceModel.validate_input`` then checks like any JSON request.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ import urllib.parse
 from collections.abc import Mapping
 from typing import Any
 
-from server.errors import SqsError
+from sqs_endpoint.errors import SqsError
 
 __all__ = ["error_xml", "parse_form", "parse_structure", "to_xml"]
 

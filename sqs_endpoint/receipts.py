@@ -20,7 +20,7 @@ import re
 from dataclasses import dataclass
 from typing import Final
 
-from server.errors import SqsError
+from sqs_endpoint.errors import SqsError
 
 __all__ = ["Handle", "decode", "encode"]
 

@@ -1,9 +1,11 @@
-"""The endpoint as a Python API: ``with server.serve(port=0) as ep:`` and point a client at
+"""The endpoint as a Python API: ``with sqs_endpoint.serve(port=0) as ep:`` and point a client at
 ``ep.url``.
 
 :func:`serve` starts an event loop in a background thread and, on it, the server's clock
-(``server.clock.ServerClock``), the operation layer (``server.service.Service``) on that clock,
-the wire side (``server.app.App`` over ``server.http.HttpServer``) and the queues of a config
+(``sqs_endpoint.clock.ServerClock``), the operation layer (``sqs_endpoint.service.Service``) on that
+clock,
+the wire side (``sqs_endpoint.app.App`` over ``sqs_endpoint.http.HttpServer``) and the queues of a
+config
 file; it returns once the endpoint answers requests, or raises what stopped it (a port in use,
 a bad config). The :class:`Endpoint` moves the clock from the caller's thread (``advance``,
 ``freeze``, ``run``, ``now``): each runs on the loop and returns once done, so the timers an
@@ -35,23 +37,23 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
 from impl.validate import is_number, to_finite
-from server import model as sqs_model
-from server.app import App
-from server.clock import Mode, ServerClock
-from server.control import Control
-from server.errors import SqsError
-from server.http import DEFAULT_MAX_BODY, HttpServer
-from server.service import Service
+from sqs_endpoint import model as sqs_model
+from sqs_endpoint.app import App
+from sqs_endpoint.clock import Mode, ServerClock
+from sqs_endpoint.control import Control
+from sqs_endpoint.errors import SqsError
+from sqs_endpoint.http import DEFAULT_MAX_BODY, HttpServer
+from sqs_endpoint.service import Service
 
 __all__ = ["ConfigError", "Endpoint", "QueueSpec", "ServiceFactory", "load_config", "serve"]
 
-log = logging.getLogger("server.endpoint")
+log = logging.getLogger("sqs_endpoint.endpoint")
 
 T = TypeVar("T")
 
 
 class EndpointService(Protocol):
-    """What the endpoint needs of the operation layer (``server.service.Service``)."""
+    """What the endpoint needs of the operation layer (``sqs_endpoint.service.Service``)."""
 
     async def call(
         self, operation: str, params: dict[str, Any], *, base_url: str
@@ -63,7 +65,7 @@ class EndpointService(Protocol):
 
 
 #: Builds the operation layer on the endpoint's clock (called on the endpoint's loop). The
-#: default is ``server.service.Service(clock, record=record)``.
+#: default is ``sqs_endpoint.service.Service(clock, record=record)``.
 ServiceFactory = Callable[[ServerClock], EndpointService]
 
 
@@ -282,7 +284,7 @@ class Endpoint:
     def _start(self) -> None:
         started: concurrent.futures.Future[None] = concurrent.futures.Future()
         self._thread = threading.Thread(
-            target=self._main, args=(started,), name="server.endpoint", daemon=True
+            target=self._main, args=(started,), name="sqs_endpoint.endpoint", daemon=True
         )
         self._thread.start()
         try:
@@ -382,7 +384,7 @@ def serve(
     ``clock``: ``"real"`` (the time runs) or ``"fake"`` (frozen until advanced). ``config``: a
     TOML file (or its parsed content) of queues to create (:func:`load_config`). ``record``: a
     directory the service records every queue's trace in. ``service``: the operation layer's
-    factory (default ``server.service.Service``). Raises ``OSError`` if it cannot listen,
+    factory (default ``sqs_endpoint.service.Service``). Raises ``OSError`` if it cannot listen,
     ``ConfigError`` for a bad config, ``TypeError``/``ValueError`` naming a bad argument.
     """
     if not isinstance(host, str) or not host:

@@ -42,7 +42,7 @@ from impl.validate import is_number, to_finite
 
 __all__ = ["Mode", "ServerClock"]
 
-log = logging.getLogger("server.clock")
+log = logging.getLogger("sqs_endpoint.clock")
 
 Mode = Literal["real", "fake"]
 

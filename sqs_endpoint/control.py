@@ -27,9 +27,9 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from server.clock import ServerClock
-from server.http import Request, Response
-from server.query import parse_form
+from sqs_endpoint.clock import ServerClock
+from sqs_endpoint.http import Request, Response
+from sqs_endpoint.query import parse_form
 
 __all__ = ["Control"]
 

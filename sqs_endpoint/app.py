@@ -14,10 +14,10 @@ Every request is dispatched on what it carries, never on its path alone:
   ``<ErrorResponse>``. A query client may post to the queue's own URL and leave ``QueueUrl``
   out: the request's path ``/<account>/<name>`` then stands for it, for the operations that
   take one.
-- ``/_control/...``: the time-control API (``server.control``), when the app has one.
+- ``/_control/...``: the time-control API (``sqs_endpoint.control``), when the app has one.
 
 The answers are SQS's: the request id (a uuid4) in ``x-amzn-RequestId`` and in the XML, the
-status and code each error has in ``server/data/query.json``. Bad input of any kind (a body
+status and code each error has in ``sqs_endpoint/data/query.json``. Bad input of any kind (a body
 that is not JSON or not a form, an unknown target or action, a member of the wrong type, an
 oversize or malformed HTTP request) is a documented 4xx error naming what is wrong; a request
 that fails inside the server for a reason of its own (a bug) is logged and answered with AWS's
@@ -34,14 +34,14 @@ import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
-from server import model as sqs_model
-from server.errors import SqsError
-from server.http import HttpError, Request, Response
-from server.query import parse_form
+from sqs_endpoint import model as sqs_model
+from sqs_endpoint.errors import SqsError
+from sqs_endpoint.http import HttpError, Request, Response
+from sqs_endpoint.query import parse_form
 
 __all__ = ["CONTROL_PREFIX", "App", "Operations"]
 
-log = logging.getLogger("server.app")
+log = logging.getLogger("sqs_endpoint.app")
 
 #: The path prefix of the time-control API. No queue URL can start with it: a queue's path
 #: starts with its account, twelve digits.
@@ -56,7 +56,7 @@ _QUEUE_PATH = re.compile(r"/([^/]+)/([^/]+)/?")
 
 
 class Operations(Protocol):
-    """What the app needs of the operation layer (``server.service.Service``)."""
+    """What the app needs of the operation layer (``sqs_endpoint.service.Service``)."""
 
     async def call(
         self, operation: str, params: dict[str, Any], *, base_url: str
@@ -96,7 +96,7 @@ def _http_error_code(error: HttpError) -> SqsError:
 
 class App:
     """Answer SQS requests of both protocols with ``service``; ``control`` (optional) answers
-    the ``/_control`` paths. ``model`` defaults to ``server.model.load()``."""
+    the ``/_control`` paths. ``model`` defaults to ``sqs_endpoint.model.load()``."""
 
     def __init__(
         self,
@@ -120,7 +120,7 @@ class App:
     # -- the handler ------------------------------------------------------------------------------
 
     async def handle(self, request: Request) -> Response:
-        """The response to ``request`` (``server.http.Handler``)."""
+        """The response to ``request`` (``sqs_endpoint.http.Handler``)."""
         control = request.path == CONTROL_PREFIX or request.path.startswith(CONTROL_PREFIX + "/")
         if control and self.control is not None:
             return await self.control(request)
@@ -130,7 +130,7 @@ class App:
 
     def http_error(self, request: Request | None, error: HttpError) -> Response:
         """The SQS-shaped answer to a request refused at the HTTP level or failed in the
-        handler (``server.http.ErrorHook``): JSON if its head names JSON, else query XML."""
+        handler (``sqs_endpoint.http.ErrorHook``): JSON if its head names JSON, else query XML."""
         err = _http_error_code(error)
         request_id = _request_id()
         if request is not None and _is_json(request):

@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from server.errors import SqsError
+from sqs_endpoint.errors import SqsError
 
 __all__ = [
     "COUNTS",
