@@ -7,6 +7,10 @@
         [--yes] [--no-shrink] [--wait-time SECONDS]
     python -m model_tests.conformance --docs docs/conformance.md
 
+Installed (``pip install '.[conformance]'``), the console script ``sqs-conformance`` is the same
+command. Without the ``conformance`` extra (boto3, moto, hypothesis), both exit 2 with one line
+naming the extra, ``--help`` too.
+
 Generated scenarios (:func:`model_tests.conformance.profile.sqs_scenarios`, the same ones for a
 seed) or the scenarios of ``--scenarios-file`` (JSON lines in the harness's format, each checked
 against the SQS profile; every line refused is named with why, and nothing runs), and with
@@ -52,29 +56,44 @@ with 0, 100 and 1000 messages in flight (moto recounts its messages on every cal
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Final
 
-from model_tests.conformance.job import (
-    Job,
-    generated,
-    kit_run,
-    probe_run,
-    read_scenarios,
-    run_job,
-    terminate_as_interrupt,
-)
-from model_tests.conformance.oracle import PROFILES
-from model_tests.conformance.output import NO_VERDICT, NOT_ADMITTED, write_json, write_junit
-from model_tests.conformance.report import (
-    KitRun,
-    conformance_doc,
-    generate_scenarios,
-    markdown,
-    summary,
-)
+#: The extra the kit needs (pyproject.toml's ``conformance``) and the modules its distributions
+#: install: boto3, moto and hypothesis (``model_tests.conformance.report`` imports hypothesis at
+#: import time; tests/test_packaging.py checks this list against the wheel's metadata).
+EXTRA: Final = "conformance"
+EXTRA_MODULES: Final = ("boto3", "moto", "hypothesis")
+#: The console script of pyproject.toml's ``[project.scripts]``, and the ``python -m`` form.
+SCRIPT: Final = "sqs-conformance"
+MODULE_COMMAND: Final = "python -m model_tests.conformance"
+
+try:
+    from model_tests.conformance.job import (
+        Job,
+        generated,
+        kit_run,
+        probe_run,
+        read_scenarios,
+        run_job,
+        terminate_as_interrupt,
+    )
+    from model_tests.conformance.oracle import PROFILES
+    from model_tests.conformance.output import write_json, write_junit
+    from model_tests.conformance.report import (
+        KitRun,
+        conformance_doc,
+        generate_scenarios,
+        markdown,
+        summary,
+    )
+except ModuleNotFoundError as e:
+    # Without the extra the module still imports, so that main() says what to install.
+    if (e.name or "").partition(".")[0] not in EXTRA_MODULES:
+        raise
 
 #: What the CLI runs through :mod:`model_tests.conformance.job`, importable from here as before.
 __all__ = ["generated", "kit_run", "probe_run", "read_scenarios", "terminate_as_interrupt"]
@@ -85,10 +104,22 @@ DOC_SEED: Final = 16
 #: The command that writes ``docs/conformance.md`` (named in its header).
 DOC_COMMAND: Final = "python -m model_tests.conformance --docs docs/conformance.md"
 
-#: Exit statuses (:mod:`model_tests.conformance.output`): 1 a divergence the profile does not
-#: admit, 2 an error (bad arguments, a refused scenario, a crash) or no verdict.
-EXIT_NOT_ADMITTED: Final = NOT_ADMITTED
-EXIT_USAGE: Final = NO_VERDICT
+#: Exit statuses (:mod:`model_tests.conformance.output`'s ``NOT_ADMITTED`` and ``NO_VERDICT``,
+#: written out so that a missing extra exits with the second): 1 a divergence the profile does
+#: not admit, 2 an error (bad arguments, a refused scenario, a crash, a missing extra) or no
+#: verdict.
+EXIT_NOT_ADMITTED: Final = 1
+EXIT_USAGE: Final = 2
+
+
+def missing_extra() -> list[str]:
+    """The modules of the ``conformance`` extra that are not installed (none: the kit runs)."""
+    return [m for m in EXTRA_MODULES if importlib.util.find_spec(m) is None]
+
+
+def prog() -> str:
+    """How the kit was started: its console script, or ``python -m``."""
+    return SCRIPT if Path(sys.argv[0]).name == SCRIPT else MODULE_COMMAND
 
 
 def doc_runs(scenarios: int = DOC_SCENARIOS, seed_value: int = DOC_SEED) -> list[KitRun]:
@@ -175,7 +206,7 @@ def job(args: argparse.Namespace) -> Job:
 
 def parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m model_tests.conformance",
+        prog=prog(),
         description="Run the model's scenarios on an SQS endpoint and judge the outputs with "
         "the relaxed oracle. Exit status: 0 conforms (the profile admits everything seen), 1 a "
         "divergence the profile does not admit, 2 an error or no verdict.",
@@ -246,6 +277,15 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    missing = missing_extra()
+    if missing:
+        verb = "is" if len(missing) == 1 else "are"
+        print(
+            f"{prog()}: {', '.join(missing)} {verb} not installed: the conformance kit needs the "
+            f"project's {EXTRA!r} extra (pip install '.[{EXTRA}]' in a clone of the repository)",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
     cli = parser()
     args = cli.parse_args(argv)
     if args.scenarios < 0:
