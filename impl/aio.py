@@ -392,9 +392,14 @@ class _AsyncBase(Generic[T]):
             if not fut.done():
                 fut.cancel()
             if len(waiters) > 2 * q._waiting[cond] + 16:
-                live = [f for f in waiters if not f.done()]
+                live = self._live_waiters(waiters)
                 waiters.clear()
                 waiters.extend(live)
+
+    def _live_waiters(self, waiters: deque[asyncio.Future[Any]]) -> list[asyncio.Future[Any]]:
+        """What the compaction of a waiter FIFO keeps: the pending futures, oldest first (a
+        done one was resolved by a waker, which popped it, or withdrawn)."""
+        return [f for f in waiters if not f.done()]
 
     def _wake_next(self, cond: object) -> None:
         """Wake one waiter of ``cond``: resolve its first pending future (what every notify of

@@ -29,8 +29,10 @@ Seams for the mutant catalogue (``model_tests/mutants.py``), besides every core 
 ``_wait_for_room(...)`` (the wait of every send), ``_aim(due)`` (waking the sweeper for a new
 timer), ``_sleep_until()`` (the time the sweeper sleeps until), and for a system of queues
 ``_release_locks()`` (the two locks of a releasing operation, in creation order),
-``_sweep_queues()`` (the queues whose locks a sweep holds, in creation order) and
-``_after_moves()`` (the target's half of a releasing step's moves: its wakes and its sweeper).
+``_sweep_queues()`` (the queues whose locks a sweep holds, in creation order),
+``_after_moves()`` (the target's half of a releasing step's moves: its wakes and its sweeper)
+and ``_still_current(due)`` (which of a sweep's due timers still fire once an earlier one
+made its message terminal).
 
 Failure model (docs/failure-model.md): every transition does all that can raise before its
 commit, so it takes full effect or none; the sweeper (``impl/sweeper.py``) survives a failed

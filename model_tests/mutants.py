@@ -59,23 +59,31 @@ catches each by a named check: :class:`TailReleaseFifoQueue`, :class:`LockBlindF
 :class:`RejectedDedupFifoQueue`, :class:`SilentUnlockFifoQueue`; and, from issue 22,
 :class:`PruneLiveDedupFifoQueue` (pruning drops live dedup records) and
 :class:`UncheckedWaitFifoQueue` (a send that waited for room is not re-checked).
+
+The plumbing of a system (contract section 7), in :data:`SYSTEM_MUTANTS`: the wakeups and
+timers around the steps, each a one-line slip that every state-based check passes:
+:class:`SilentRedriveOutQueue`, :class:`CompactDropsTicksQueue`,
+:class:`OneWakeDeadLetterQueue`, :class:`ExpiryDropsTimersQueue`; and the asyncio shell's
+waiter FIFO, in :data:`ASYNC_MUTANTS`: :class:`WithdrawnKeptAsyncQueue`.
 """
 
 from __future__ import annotations
 
-from collections import OrderedDict
+import asyncio
+from collections import OrderedDict, deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, ClassVar, Final, Literal, TypeVar
 
+from impl.aio import AsyncQueue
 from impl.clock import Clock
-from impl.core import Core, Record, Wake
+from impl.core import NOBODY, Core, Record, Wake
 from impl.errors import Full
 from impl.fifo import FifoQueue
 from impl.fifo_core import FifoCore
 from impl.message import Receipt
 from impl.queue import Queue
 from impl.shell import BaseQueue
-from impl.timers import Timer
+from impl.timers import TICK, Timer
 
 T = TypeVar("T")
 
@@ -1318,8 +1326,171 @@ class RedriveKeepsQueue(Queue[T]):
     _core_class = RedriveKeepsCore
 
 
+# The plumbing of a system: each of these four (and :class:`WithdrawnKeptAsyncQueue`) is a
+# one-line slip in the wakeups and timers around the steps, which every state-based check of
+# the suite passed before its named check was written.
+
+
+class SilentRedriveOutCore(Core[T]):
+    """The core of :class:`SilentRedriveOutQueue`."""
+
+    def redrive_out(self, rec: Record[T], to: object, new_id: str) -> Wake:
+        super().redrive_out(rec, to, new_id)
+        return NOBODY  # BUG: the slot the move frees wakes no sender
+
+
+class SilentRedriveOutQueue(Queue[T]):
+    """MUTANT (system): a redrive out of a bounded queue frees a slot and wakes no sender
+    blocked on it.
+
+    The bug: the redriven queue's half of a redrive move (``Core.redrive_out``) says it
+    enabled nobody, where it freed one slot (contract section 7: a moved message is terminal
+    there, so it no longer counts against ``capacity``). A dead-letter queue is unbounded,
+    but ``start_redrive(destination=...)`` moves the visible messages out of any queue: a
+    producer blocked on a full queue sleeps beside the room the redrive made, a lost wakeup
+    that every state-based check passes (the states are the spec's).
+
+    Why the checks see it: ``redrive_wakes_a_blocked_sender`` (``test_system_mutants.py``):
+    a sender blocks on a full queue of capacity 1; the queue's one message is redriven to
+    another queue; the sender must be woken and its message accepted.
+    """
+
+    _core_class = SilentRedriveOutCore
+
+
+class CompactDropsTicksCore(Core[T]):
+    """The core of :class:`CompactDropsTicksQueue`."""
+
+    def live_timers(self) -> Iterator[Timer]:
+        # BUG: the rebuild forgets the running redrive task's tick
+        return (t for t in super().live_timers() if t.attempt != TICK)
+
+
+class CompactDropsTicksQueue(Queue[T]):
+    """MUTANT (system): the timer heap's rebuild drops a running rate-limited redrive's tick.
+
+    The bug: ``Core.live_timers`` lists every kind of timer the rebuild keeps; leave out the
+    redrive tick (the one kind that belongs to a task, not to a message) and the first
+    compaction while a ``rate=`` task runs (stale deadlines outnumbering the live timers:
+    repeated ``change_visibility``, say) takes the task's only tick away. Nothing fires it
+    again: the task stays ``RUNNING`` forever with its scope unmoved (contract section 7: the
+    k-th move is due at ``started_at + k / rate``).
+
+    Why the checks see it: ``rate_limited_redrive_survives_compaction``
+    (``test_system_mutants.py``): a ``rate=1`` task over three messages, a compaction forced
+    by 40 extensions of another message, then the clock 10 s on: the task must have moved
+    all three and completed.
+    """
+
+    _core_class = CompactDropsTicksCore
+
+
+class OneWakeDeadLetterCore(Core[T]):
+    """The core of :class:`OneWakeDeadLetterQueue`."""
+
+    def release(self, rec: Record[T]) -> Wake:
+        before = self.moved_receivers
+        wake = super().release(rec)
+        if self.moved_receivers > before:
+            self.moved_receivers -= before  # BUG: ``=`` where the real step adds (``+=``)
+        return wake
+
+
+class OneWakeDeadLetterQueue(Queue[T]):
+    """MUTANT (system): two messages dead-lettered in one sweep wake one receiver of the
+    dead-letter queue.
+
+    The bug: the source counts the receivers its moves enabled in the target
+    (``Core.moved_receivers``) and the shell wakes that many after the step; here each move
+    overwrites the count instead of adding to it, so a sweep that moves two messages wakes
+    one of two receivers blocked on the dead-letter queue. The other sleeps beside a
+    visible message: a lost wakeup (the same arithmetic as :class:`OneWakeSendBatchQueue`,
+    across two queues).
+
+    Why the checks see it: ``scheduler_dead_letters_wake_every_receiver``
+    (``test_system_mutants.py`` and ``test_schedule_system.py``): the controlled scheduler's
+    ``dead_letters_wake_every_receiver`` program blocks two receivers on the dead-letter
+    queue while two deliveries of the source, due together, die in one sweep: one receiver
+    is STUCK.
+    """
+
+    _core_class = OneWakeDeadLetterCore
+
+
+class ExpiryDropsTimersQueue(Queue[T]):
+    """MUTANT (system): an expiry that does not kill its message drops the message's other
+    timers due in the same sweep.
+
+    The bug: a message may have two timers due in one sweep (its deadline and its
+    retention timer); once one of them makes it terminal, the later ones are stale and must
+    neither fire nor be traced (``BaseQueue._still_current``). Counting every expiry as
+    terminal, not only one whose release dead-letters, also drops the retention timer of a
+    message that an expiry merely made visible again: the retention timer was taken off the
+    heap and is never put back, so the message outlives its retention for good (contract
+    section 7: retention counts from the enqueue, whatever happens to the deliveries).
+
+    Why the checks see it: ``retention_fires_beside_an_expiry`` (``test_system_mutants.py``):
+    a message with ``retention=10`` received with a visibility timeout of 3, the clock moved
+    to 10 in one step: one sweep expires the delivery and must then age the message out.
+    """
+
+    def _still_current(self, due: list[tuple[Timer, Record[T]]]) -> list[tuple[Timer, Record[T]]]:
+        gone: set[str] = set()
+        out = []
+        for timer, rec in due:
+            if rec.id in gone:
+                continue
+            out.append((timer, rec))
+            if timer.attempt < 0 or timer.attempt > 0:  # BUG: not ``and dies(rec)``
+                gone.add(rec.id)
+        return out
+
+
 #: The system mutants by name (apart from :data:`MUTANTS`: each needs a system of queues).
 SYSTEM_MUTANTS: Final[Mapping[str, type[Queue[Any]]]] = {
     cls.__name__: cls
-    for cls in (TwoStepMoveQueue, OppositeLockOrderQueue, RetentionFromMoveQueue, RedriveKeepsQueue)
+    for cls in (
+        TwoStepMoveQueue,
+        OppositeLockOrderQueue,
+        RetentionFromMoveQueue,
+        RedriveKeepsQueue,
+        SilentRedriveOutQueue,
+        CompactDropsTicksQueue,
+        OneWakeDeadLetterQueue,
+        ExpiryDropsTimersQueue,
+    )
+}
+
+
+# =============================================================================================
+# The asyncio shell's waiter FIFO
+# =============================================================================================
+
+
+class WithdrawnKeptAsyncQueue(AsyncQueue[T]):
+    """MUTANT (asyncio): the waiter FIFO's compaction keeps the withdrawn futures and drops
+    the live ones.
+
+    The bug: a withdrawn waiter (a cancelled task, a timed-out wait) leaves its future in the
+    condition's FIFO, skipped by every waker, until withdrawn ones are half of it; then the
+    FIFO is compacted to its pending futures (``AsyncQueue._live_waiters``). The test turned
+    round keeps the done futures instead: every task still waiting loses its place, and the
+    next send resolves nobody. The receiver sleeps beside a visible message
+    (``NoSleepingWaiter``), though it was first in line; only a FIFO of more than 16
+    withdrawn futures reaches the compaction, which is why the explorer's small programs
+    pass it.
+
+    Why the checks see it: ``waiter_compaction_keeps_the_live_waiters``
+    (``model_tests/tests/test_async_mutants.py``): a receiver waits, twenty more wait and are
+    cancelled (the nineteenth compacts the FIFO), then a send: the first receiver must get
+    the message.
+    """
+
+    def _live_waiters(self, waiters: deque[asyncio.Future[Any]]) -> list[asyncio.Future[Any]]:
+        return [f for f in waiters if f.done()]  # BUG: ``not f.done()``
+
+
+#: The asyncio shell's mutants by name (they take ``impl.AsyncQueue``'s constructor and API).
+ASYNC_MUTANTS: Final[Mapping[str, type[AsyncQueue[Any]]]] = {
+    cls.__name__: cls for cls in (WithdrawnKeptAsyncQueue,)
 }

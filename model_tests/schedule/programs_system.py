@@ -88,6 +88,26 @@ SYSTEM_PROGRAMS: Final[dict[str, SystemProgram]] = _p(
         dlq={"visibility_timeout": None},
         bound=1,
     ),
+    SystemProgram(
+        "dead_letters_wake_every_receiver",
+        "Two receivers wait on the empty dead-letter queue; x's and y's deliveries, due "
+        "together, die in one sweep of src: two messages moved in, two receivers woken "
+        "(contract section 7).",
+        setup=(
+            ("src", "send", "x"),
+            ("src", "send", "y"),
+            ("src", "receive"),
+            ("src", "receive"),  # both in flight until 1.0, each on its last receive
+        ),
+        threads=(
+            ("D1", (("dlq", "receive"),)),
+            ("D2", (("dlq", "receive"),)),
+        ),
+        clock=(1.0,),
+        src={"max_receives": 1, "visibility_timeout": 1.0},
+        dlq={"visibility_timeout": None},
+        bound=0,
+    ),
 )
 
 
@@ -103,4 +123,5 @@ class SystemExpectation:
 #: The system mutants the scheduler catches, with the failure it must report.
 SYSTEM_TEETH: Final[tuple[SystemExpectation, ...]] = (
     SystemExpectation("OppositeLockOrderQueue", "sweeper_vs_redrive", "DEADLOCK"),
+    SystemExpectation("OneWakeDeadLetterQueue", "dead_letters_wake_every_receiver", "STUCK"),
 )

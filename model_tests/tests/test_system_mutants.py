@@ -13,30 +13,40 @@ name):
   (``model_tests.lockstep_system.SystemMachine``), its rules and invariants called as
   Hypothesis calls them;
 - ``retention_counts_from_the_original_enqueue`` and ``redrive_resets_the_message``: the AWS
-  rules of the design note (rules 3 to 5), as two short programs whose expected values are
-  AWS's.
+  rules of contract section 7, as two short programs whose expected values are AWS's;
+- ``redrive_wakes_a_blocked_sender``, ``rate_limited_redrive_survives_compaction``,
+  ``scheduler_dead_letters_wake_every_receiver`` and ``retention_fires_beside_an_expiry``:
+  the wakeups and timers around the steps (a race test on a probe clock, two fake-clock
+  programs and a scheduler program), each written for a one-line slip that every
+  state-based check passed.
 """
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 from collections.abc import Callable
 from typing import Any, Final
 
 import pytest
 
-from impl import FakeClock, Queue
+from impl import FakeClock, Queue, RedriveStatus, ShutDown
 from model_tests.fault_matrix import check_move_faults
 from model_tests.lockstep_system import SRC, SystemMachine
 from model_tests.mutants import (
     SYSTEM_MUTANTS,
+    CompactDropsTicksQueue,
+    ExpiryDropsTimersQueue,
+    OneWakeDeadLetterQueue,
     OppositeLockOrderQueue,
     RedriveKeepsQueue,
     RetentionFromMoveQueue,
+    SilentRedriveOutQueue,
     TwoStepMoveQueue,
 )
 from model_tests.schedule.explore_system import explore_system
 from model_tests.schedule.programs_system import SYSTEM_PROGRAMS
+from model_tests.support import NEVER, Call, ProbeClock
 
 QueueClass = type[Queue[Any]]
 
@@ -169,6 +179,98 @@ def redrive_resets_the_message(cls: QueueClass) -> str | None:
     return None
 
 
+def redrive_wakes_a_blocked_sender(cls: QueueClass) -> str | None:
+    """A sender blocks on a full queue of capacity 1; its one message is redriven to another
+    queue, which frees the slot: the sender is woken and its message accepted."""
+    clock = ProbeClock()
+    make: Any = cls
+    with (
+        make(clock=clock, name="dest") as dest,
+        make(clock=clock, name="full", capacity=1, visibility_timeout=None) as q,
+    ):
+        q.send("x", id="x")
+        sender = Call(lambda: q.send("z", id="z"), name="blocked-sender")
+        assert clock.wait_for_sleepers(q.not_full, 1), "the sender never blocked"
+        task = q.start_redrive(destination=dest)
+        if task.moved != 1:
+            return f"redrive_wakes_a_blocked_sender: the redrive moved {task.moved}, not 1"
+        try:
+            got: object = sender.result(NEVER)
+        except AssertionError:
+            q.shutdown()  # release the sender the redrive did not wake
+            with contextlib.suppress(ShutDown):
+                sender.result()
+            return "redrive_wakes_a_blocked_sender: the sender sleeps beside the freed slot"
+        if got != "z" or q.stats().visible != 1:
+            return f"redrive_wakes_a_blocked_sender: the sender got {got!r}, {q.stats()}"
+    return None
+
+
+def rate_limited_redrive_survives_compaction(cls: QueueClass) -> str | None:
+    """A ``rate=1`` redrive of three dead-lettered messages; while it runs, 40 extensions of
+    another message's delivery leave stale deadlines enough to rebuild the heap; 10 s later
+    every tick has fired: the task moved all three and completed."""
+    clock = FakeClock()
+    make: Any = cls
+    with (
+        make(clock=clock, name="dlq", visibility_timeout=30.0) as dlq,
+        make(
+            clock=clock, name="src", max_receives=1, dead_letter=dlq, visibility_timeout=None
+        ) as src,
+    ):
+        for id in ("a", "b", "c"):
+            src.send(id, id=id)
+            src.retry(src.receive(block=False).receipt)
+        task = dlq.start_redrive(rate=1.0)
+        dlq.send("z", id="z")
+        z = None
+        while z is None or z.id != "z":  # the head may be a scope message: give it back
+            if z is not None:
+                dlq.retry(z.receipt)
+            z = dlq.receive(block=False)
+        for i in range(40):
+            dlq.change_visibility(z.receipt, 30.0 + i)
+        dlq.delete(z.receipt)
+        clock.advance(10.0)
+        dlq.sweep()
+        if task.status is not RedriveStatus.COMPLETED or task.moved != 3:
+            return (
+                "rate_limited_redrive_survives_compaction: 10 s after a rate=1 start the task "
+                f"is {task.status.value} with {task.moved} of 3 moved"
+            )
+    return None
+
+
+def scheduler_dead_letters_wake_every_receiver(cls: QueueClass) -> str | None:
+    found = explore_system(SYSTEM_PROGRAMS["dead_letters_wake_every_receiver"], cls).failure
+    if found is None or found.failure is None:
+        return None
+    return (
+        f"scheduler_dead_letters_wake_every_receiver: {found.failure.kind}: {found.failure.message}"
+    )
+
+
+def retention_fires_beside_an_expiry(cls: QueueClass) -> str | None:
+    """Sent at 0 with ``retention=10``, received with a visibility timeout of 3, the clock
+    moved to 10 in one step: one sweep expires the delivery (it does not die: no
+    ``max_receives``), then ages the message out."""
+    clock = FakeClock()
+    make: Any = cls
+    with make(clock=clock, retention=10.0, visibility_timeout=3.0) as q:
+        q.send("x", id="x")
+        q.receive(block=False)
+        clock.advance(10.0)
+        q.sweep()
+        clock.advance(100.0)
+        q.sweep()
+        if q.aged_out() != ["x"]:
+            return (
+                "retention_fires_beside_an_expiry: past its retention the message is still "
+                f"held ({q.stats()}), aged out {q.aged_out()}"
+            )
+    return None
+
+
 CHECKS: Final[dict[str, Callable[[QueueClass], str | None]]] = {
     f.__name__: f
     for f in (
@@ -177,6 +279,10 @@ CHECKS: Final[dict[str, Callable[[QueueClass], str | None]]] = {
         lockstep_system,
         retention_counts_from_the_original_enqueue,
         redrive_resets_the_message,
+        redrive_wakes_a_blocked_sender,
+        rate_limited_redrive_survives_compaction,
+        scheduler_dead_letters_wake_every_receiver,
+        retention_fires_beside_an_expiry,
     )
 }
 
@@ -186,6 +292,10 @@ CAUGHT_BY: Final[dict[QueueClass, str]] = {
     OppositeLockOrderQueue: "scheduler_sweeper_vs_redrive",
     RetentionFromMoveQueue: "retention_counts_from_the_original_enqueue",
     RedriveKeepsQueue: "redrive_resets_the_message",
+    SilentRedriveOutQueue: "redrive_wakes_a_blocked_sender",
+    CompactDropsTicksQueue: "rate_limited_redrive_survives_compaction",
+    OneWakeDeadLetterQueue: "scheduler_dead_letters_wake_every_receiver",
+    ExpiryDropsTimersQueue: "retention_fires_beside_an_expiry",
 }
 #: Mutants the lockstep machine's witnesses also catch.
 ALSO_LOCKSTEP: Final = (RetentionFromMoveQueue, RedriveKeepsQueue)
