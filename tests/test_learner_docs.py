@@ -52,6 +52,7 @@ PITFALLS: Final = DOCS / "pitfalls.md"
 #: The pages whose links are checked (docs/explorer.html is a page, but not Markdown).
 LINKED_PAGES: Final = (
     "index.md",
+    "first-spec.md",
     "tla-primer.md",
     "walkthrough.md",
     "pitfalls.md",
@@ -253,6 +254,7 @@ def test_every_relative_link_names_an_existing_file_and_heading(name: str) -> No
 def test_the_index_lists_the_learner_pages_in_order() -> None:
     text = (DOCS / "index.md").read_text()
     order = [
+        "first-spec.md",
         "tla-primer.md",
         "walkthrough.md",
         "pitfalls.md",

@@ -23,7 +23,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from tla.models import TLA_DIR, Model, discover
+from tla.models import TLA_DIR, Model, by_name, discover
 from tla.tlc import Result, SetupError, find_jar, find_java, run_tlc
 
 #: TLC output lines that are noise for a reader following the progress.
@@ -35,6 +35,10 @@ _NOISE = (
     "  calculated",
     "  based on",
 )
+
+
+def _models(n: int) -> str:
+    return f"{n} model" if n == 1 else f"{n} models"
 
 
 def _verdict(model: Model, result: Result) -> str:
@@ -136,17 +140,15 @@ def main(argv: list[str] | None = None) -> int:
     runs = args.out if args.out is not None else runs_dir(args.dir)
 
     try:
-        models = discover(
-            args.dir, large=args.large or any(n.endswith(".large") for n in args.model)
-        )
+        models = discover(args.dir, large=args.large)
         if args.model:
-            known = {m.name for m in models}
+            known = by_name(args.dir)
             unknown = [n for n in args.model if n not in known]
             if unknown:
                 raise SetupError(
                     f"no model named {', '.join(unknown)}; models: {', '.join(sorted(known))}"
                 )
-            models = [m for m in models if m.name in args.model]
+            models = [known[n] for n in dict.fromkeys(args.model)]
         if args.list:
             for m in models:
                 print(f"{m.name:24} {m.module}.tla  expect {m.expected}")
@@ -157,7 +159,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"python -m tla: {e}", file=sys.stderr)
         return 2
 
-    print(f"TLC: {jar}; {len(models)} models, 1 worker each")
+    print(f"TLC: {jar}; {_models(len(models))}, 1 worker each")
     started = time.perf_counter()
     rows: list[tuple[Model, Result]] = []
     for model in models:
@@ -188,7 +190,7 @@ def main(argv: list[str] | None = None) -> int:
     print()
     print(_table(rows))
     print(
-        f"\n{len(rows)} models in {total:.1f} s: "
+        f"\n{_models(len(rows))} in {total:.1f} s: "
         + (f"UNEXPECTED outcome for {', '.join(bad)}" if bad else "every outcome as expected")
     )
     return 1 if bad else 0

