@@ -441,15 +441,17 @@ class Demo:
             self.q.send(body, id=id, timeout=PATIENCE)
         with self.sent_lock:
             self.sent += 1
-        self.log(f"send {id}")
 
     def count_settled(self, step: TraceStep) -> None:
         """Part of the trace sink (inside the queue's critical section): set ``settled`` once
         every message has been sent and is done or dead. Counted from the trace because the
         last message may settle in the sweeper, where no demo code runs."""
-        action, _, result, _ = step
+        action, args, result, _ = step
         if action == "send":
+            # Logged here, inside the send's critical section, so the line comes before the
+            # line of any receive of it (a receiver logs after its receive returns).
             self.sends_seen += 1
+            self.log(f"send {args[0]}")
         elif (action == "delete" and result is True) or (
             action == "expire" and self.sweeper.steps and self.sweeper.steps[-1][2] == "dead-letter"
         ):

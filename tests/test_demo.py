@@ -265,3 +265,26 @@ def test_help_is_plain_text() -> None:
     assert "Watch at-least-once delivery happen, on the real clock, in about a second." in text
     assert "the sweeper releases" in text and "dead-letters it" in text
     assert max(len(line) for line in text.splitlines()) <= 80
+
+
+def test_each_send_is_logged_before_any_receive_of_its_message() -> None:
+    # The send's line is written inside the send's critical section (from the queue's trace), a
+    # receive's line after the receive returned: so the order holds on every run.
+    for kwargs in ({}, {"idempotent": True}, {"seed": 7}):
+        _, timeline = run_demo(**kwargs)
+        texts = [e.text for e in timeline.events]
+        for id in [*(f"order-{k}" for k in range(1, DemoConfig().orders + 1)), POISON]:
+            sent = texts.index(f"send {id}")
+            received = [k for k, t in enumerate(texts) if re.match(rf"receive {id}\b", t)]
+            assert received and sent < min(received), (id, texts)
+
+
+def test_the_walkthrough_quotes_summary_lines_the_demo_prints() -> None:
+    text = " ".join((ROOT / "docs" / "walkthrough.md").read_text().split())
+    quoted = re.findall(r"`(processed twice: [^`]+)`", text)
+    assert len(quoted) == 2, quoted
+    plain, _ = run_demo()
+    idempotent, _ = run_demo(idempotent=True)
+    printed = {line.strip() for s in (plain, idempotent) for line in s.lines()}
+    for line in quoted:
+        assert line in printed, (line, sorted(printed))

@@ -450,3 +450,46 @@ def test_the_source_problems_page_links_every_pitfall_and_question() -> None:
     assert len(questions) == 5
     for heading in questions:
         assert f"walkthrough.md#{slug(heading)}" in text, heading
+
+
+# -- the walkthrough's two passes, and claims that the code decides ----------------------------
+
+
+def test_the_walkthrough_marks_its_first_pass_and_where_to_stop() -> None:
+    headings = list(sections(DOCS / "walkthrough.md"))
+    stop = next(k for k, h in enumerate(headings) if h.startswith("You can stop here"))
+    assert headings[stop - 1].startswith("6. ") and headings[stop + 1].startswith("7. ")
+    body = sections(DOCS / "walkthrough.md")[headings[stop]]
+    assert "first pass" in body and "second pass" in body
+    assert "#check-your-understanding" in body
+
+
+def test_the_walkthrough_defines_source_problem_and_says_seed_only_there() -> None:
+    text = (DOCS / "walkthrough.md").read_text()
+    words = sections(DOCS / "walkthrough.md")["Words used on this page"]
+    assert "**source problem**" in words
+    assert len(re.findall(r"\bseeds?\b", text, re.I)) == len(re.findall(r"\bseeds?\b", words, re.I))
+
+
+def test_the_lifecycle_diagrams_bounds_are_the_ones_the_walkthrough_names() -> None:
+    from tools.diagrams import LIFECYCLE_BOUNDS as b
+
+    section = " ".join(sections(DOCS / "walkthrough.md")["2. The states and the invariant"].split())
+    assert len(b.ids) == 2 and f"with {'two'} ids" in section
+    assert f"batches of {b.batch}" in section
+    assert f"delays of {' and '.join(str(d) for d in b.delays)}" in section
+    assert f"`max_receives` {b.max_receives}" in section
+    assert "LIFECYCLE_BOUNDS" in section
+
+
+def test_the_walkthrough_calls_an_invariant_of_a_config_an_invariant() -> None:
+    invariants = set()
+    for cfg in (ROOT / "tla").glob("*.cfg"):
+        for line in cfg.read_text().splitlines():
+            if line.startswith(("INVARIANT ", "INVARIANTS ")):
+                invariants |= set(line.split()[1:])
+    assert "ExactlyOnce" in invariants
+    text = " ".join((DOCS / "walkthrough.md").read_text().split())
+    wrong = [n for n in invariants if re.search(rf"\bpropert(y|ies) `{n}`", text)]
+    assert wrong == [], f"invariants the walkthrough calls a property: {wrong}"
+    assert "invariant `ExactlyOnce`" in text
