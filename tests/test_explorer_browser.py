@@ -376,13 +376,21 @@ def test_the_exactly_once_counterexample_steps_to_its_end(browser: WebDriver) ->
     b.get(url(EXPLORER))
     Select(one(b, "#cex-select")).select_by_value("exactly_once")
     one(b, "#cex-load").click()
-    assert one(b, "#cex-step").text == "step 1 of 8"
+    assert one(b, "#cex-step").text == "state 1 of 8"
     assert one(b, "#cex-prev").get_attribute("disabled") is not None
     actions = []
     for n in range(2, 9):
         one(b, "#cex-next").click()
-        assert one(b, "#cex-step").text == f"step {n} of 8"
+        assert one(b, "#cex-step").text == f"state {n} of 8"
         actions.append(one(b, "#cex-steps li.current").text)
+        # The guide counts the steps the player's states are after: step n - 1 at state n;
+        # past its last step the counterexample goes on, and the guide says so.
+        guide = one(b, "#tour-now").text
+        if n <= 1 + len(DUPLICATE):
+            assert guide.startswith(f"Step {n - 1} (the counterexample's state {n}): "), guide
+        else:
+            assert "left the guide's path" not in guide, (n, guide)
+            assert guide.startswith(f"The guide's {len(DUPLICATE)} steps are done"), guide
         if n == 6:  # c2's receive: the duplicate delivery, while c1 still holds (a,1)
             assert cards(b, "inflight") == [("a", 2)]
             # TLC's (c1 :> <<a, 1>> @@ c2 :> <<a, 2>>), in the page's notation.
@@ -410,9 +418,9 @@ def test_the_exactly_once_counterexample_steps_to_its_end(browser: WebDriver) ->
     assert b.current_url.endswith("#cex=exactly_once&step=8")
     # Back (the p key) steps the counterexample back.
     key(b, "p")
-    assert one(b, "#cex-step").text == "step 7 of 8"
+    assert one(b, "#cex-step").text == "state 7 of 8"
     b.refresh()
-    assert one(b, "#cex-step").text == "step 7 of 8"
+    assert one(b, "#cex-step").text == "state 7 of 8"
     # An action leaves the counterexample and goes on from its state.
     click_action(b, "delete(a,2)")
     assert one(b, "#cex").get_attribute("hidden") is not None
@@ -549,7 +557,7 @@ def test_tlc_values_are_shown_in_the_pages_notation(browser: WebDriver) -> None:
             VALUES,
             steps,
         )
-        assert one(b, "#cex-step").text == f"step {steps} of {steps}"
+        assert one(b, "#cex-step").text == f"state {steps} of {steps}"
         for n, cells in enumerate(shown):
             raw = [x for x in cells if re.search(r":>|@@|<<|>>|\|->", x)]
             assert cells and raw == [], f"{cex} step {n + 1}: {raw or 'no values'}"
@@ -579,7 +587,7 @@ def test_stepping_a_counterexample_keeps_the_state_in_view(browser: WebDriver, w
         Select(one(b, "#cex-select")).select_by_value("exactly_once")
         one(b, "#cex-load").click()
         for n in range(1, 9):
-            assert one(b, "#cex-step").text == f"step {n} of 8"
+            assert one(b, "#cex-step").text == f"state {n} of 8"
             where = f"{width} px, step {n}"
             assert outside_view(b, "#cex-next", "#cex-step", "#inflight", "#now") == {}, where
             assert outside_view(b, "#cex-vars tr[data-var=held]") == {}, where
@@ -675,7 +683,7 @@ def test_loading_a_trace_clears_the_previous_paths_panels(browser: WebDriver) ->
     assert history(b) == ["start"] and cards(b, "visible") == cards(b, "inflight") == []
     Select(one(b, "#cex-select")).select_by_value("delete_by_id")
     one(b, "#cex-load").click()
-    steps = int(one(b, "#cex-step").text.rsplit(" ", 1)[1])  # "step 1 of 7"
+    steps = int(one(b, "#cex-step").text.rsplit(" ", 1)[1])  # "state 1 of 7"
     assert receipts(b) == {} and len(history(b)) == steps  # the trace's path, at its start
     assert one(b, "#history li.current").text.startswith("start")
     one(b, "#cex-last").click()

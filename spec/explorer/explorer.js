@@ -227,7 +227,9 @@ function renderTour(g) {
   const taken = traceMode() ? [] : view.hist.slice(1, view.pos + 1).map((h) => h.label);
   let done = view.hist[0].node === 0 ? 0 : -1;
   while (done >= 0 && done < g.tour.length && taken[done] === g.tour[done][0]) done += 1;
-  if (done >= 0 && taken.length > done) done = -1;  // the history has left the path
+  // Past the guide's last step along it (a counterexample goes on to its end): not left.
+  const beyond = done === g.tour.length && taken.length > done;
+  if (done >= 0 && taken.length > done && !beyond) done = -1;  // the history has left the path
   g.tour.forEach(([label], k) => {
     const path = g.tour.slice(0, k + 1).map((t) => t[0]).join("/");
     if (k) box.append(el("span", {class: "arrow", text: "\u2192"}));
@@ -244,7 +246,12 @@ function renderTour(g) {
   else if (done <= 0) now.textContent = done === 0 ? "Press the buttons under Enabled " +
     "actions (or click the steps above) in this order, and watch the state on the left."
     : "You have left the guide's path: restart (under History) to follow it again.";
-  else now.textContent = "Step " + done + ": " + g.tour[done - 1][1] +
+  else if (beyond) now.textContent = "The guide's " + done + " steps are done (the " +
+    "duplicate delivery, state " + (done + 1) + "); the history goes on past them: " +
+    (cex() ? "the rest of TLC's counterexample, to its verdict." : "restart (under History) " +
+    "to follow the guide again.");
+  else now.textContent = "Step " + done + (cex() ? " (the counterexample's state " +
+    (done + 1) + ")" : "") + ": " + g.tour[done - 1][1] +
     (done < g.tour.length ? " Next: " + g.tour[done][0] + "." : then);
 }
 
@@ -316,7 +323,9 @@ function renderCex() {
       "shown under the queue's state."
     : "A threaded model's trace: a steppable list of TLC's states (not the spec's graph).";
   const last = c.steps.length - 1;
-  $("cex-step").textContent = "step " + (view.step + 1) + " of " + c.steps.length;
+  // Counted as TLC counts its states (State 1 is the initial one): after the guide's step k,
+  // the counterexample is at state k + 1, and the guide says both.
+  $("cex-step").textContent = "state " + (view.step + 1) + " of " + c.steps.length;
   $("cex-prev").disabled = $("cex-first").disabled = view.step === 0;
   $("cex-next").disabled = $("cex-last").disabled = view.step === last;
   $("cex-verdict").replaceChildren(view.step === last
