@@ -493,3 +493,19 @@ def test_the_walkthrough_calls_an_invariant_of_a_config_an_invariant() -> None:
     wrong = [n for n in invariants if re.search(rf"\bpropert(y|ies) `{n}`", text)]
     assert wrong == [], f"invariants the walkthrough calls a property: {wrong}"
     assert "invariant `ExactlyOnce`" in text
+
+
+def test_the_first_pass_names_its_tests_only_in_its_tables() -> None:
+    # Sections 1-6: a reader's prose, the code names in each section's "where it lives" table.
+    first = {
+        h: b
+        for h, b in numbered_sections(DOCS / "walkthrough.md").items()
+        if re.match(r"[1-6]\. ", h)
+    }
+    assert len(first) == 6
+    for heading, body in first.items():
+        prose = [ln for ln in re.sub(r"```.*?```", "", body, flags=re.DOTALL).splitlines()]
+        named = [
+            t for ln in prose if not ln.startswith("|") for t in re.findall(r"`(test_\w+)`", ln)
+        ]
+        assert named == [], f"section {heading} names tests outside its table: {named}"
