@@ -357,7 +357,10 @@ def test_the_learners_tlc_environment_has_tlc_and_nothing_of_the_full_set_up(env
 def test_the_learners_pytest_command_passes_as_typed(
     command: Command, pytest_outcomes: dict[str, subprocess.CompletedProcess[str]]
 ) -> None:
-    check_status(command, pytest_outcomes[command.text])
+    done = pytest_outcomes[command.text]
+    check_status(command, done)
+    # The learn extra has every plugin pyproject's pytest options need (timeout: pytest-timeout).
+    assert "PytestConfigWarning" not in done.stdout + done.stderr, done.stdout[-2000:]
 
 
 @pytest.mark.parametrize("command", FULL, ids=lambda c: c.id)
