@@ -51,8 +51,8 @@ A visibility timeout of 0 (due at once, so the sweeper thread would release it a
 its choosing) is left to the harness tests, where a sweep follows every op.
 
 The machine is a library of the cross-layer tests: ``model_tests/tests/test_lockstep.py`` runs
-it, ``test_lockstep_fifo.py`` extends it to FIFO queues, the mutant catalogue's tests run it on
-broken queues (``queue_class``), and ``tests/test_operations.py`` checks it has a rule per
+it, ``model_tests/lockstep_fifo.py`` extends it to FIFO queues, the mutant catalogue's tests
+run it on broken queues (``queue_class``), and ``tests/test_operations.py`` checks it has a rule per
 operation of the registry. Its settings profile is ``lockstep``.
 """
 
@@ -145,7 +145,8 @@ class QueueMachine(RuleBasedStateMachine):
     receipts = Bundle("receipts")
     #: The class under test. The mutant catalogue's tests swap in a broken queue here
     #: (model_tests/tests/test_mutants.py) to show that this machine catches it; the FIFO
-    #: machine (test_lockstep_fifo.py) an ``impl.FifoQueue``, with its own ``send`` rules.
+    #: machine (``model_tests/lockstep_fifo.py``) an ``impl.FifoQueue``, with its own ``send``
+    #: rules.
     queue_class: type[impl.BaseQueue[str]] = impl.Queue
 
     def __init__(self) -> None:

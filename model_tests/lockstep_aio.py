@@ -3,7 +3,7 @@ against the spec, as ``impl.Queue`` and ``impl.FifoQueue`` are.
 
 The rules, invariants and whole-state comparison are those of :mod:`model_tests.lockstep`
 (:class:`~model_tests.lockstep.QueueMachine`) and of the FIFO machine
-(``model_tests/tests/test_lockstep_fifo.py``), not copies: :class:`AioMachine` only puts each
+(``model_tests/lockstep_fifo.py``), not copies: :class:`AioMachine` only puts each
 queue behind :class:`model_tests.targets.Blocking`, a facade that runs every call to completion
 on one event loop (:class:`model_tests.targets.LoopRunner`). The machine's calls are
 non-blocking (``block=False``), so each one is a single task step, as on the threaded queue.
@@ -42,9 +42,9 @@ from hypothesis.stateful import initialize, multiple, precondition, rule
 import impl
 import spec
 from model_tests.lockstep import IDS, PAIRS, LockstepReceipt, QueueMachine, bodies, event
+from model_tests.lockstep_fifo import DEDUPS, GROUPS, FifoMachine
 from model_tests.support import ProbeClock
 from model_tests.targets import Blocking, LoopRunner, async_class, blocking
-from model_tests.tests.test_lockstep_fifo import DEDUPS, GROUPS, FifoMachine
 
 #: Hypothesis's mark of an ``@initialize`` rule: the parent's strategies are read from it, so
 #: the wrapper below draws its configuration exactly as the parent's rule does.

@@ -1,6 +1,8 @@
 """Running an asyncio program under one order of the event loop, and searching the orders.
 
-The asyncio counterpart of ``model_tests/schedule/explore.py``. :func:`run_once` builds a fresh
+The event-loop backend of the one exploration engine (:mod:`model_tests.exploration`: the
+decisions, the search, the replay strings), whose thread backend is
+``model_tests/schedule/explore.py``. :func:`run_once` builds a fresh
 :class:`impl.FakeClock`, a :class:`~model_tests.aio.loop.DeterministicLoop` on it and the queue
 (``impl.AsyncQueue`` or a mutant), runs the program's setup to its end, creates one task per
 program task, and then lets a *strategy* pick every step. A step is one of:
@@ -48,16 +50,17 @@ preemptions; with ``minimal`` it finishes that level and returns its smallest fa
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Final
 
 import spec
 from impl import Entry as BatchEntry
 from impl import FakeClock, Message
+from model_tests import exploration
 from model_tests.aio.loop import DeterministicLoop, describe, started, task_of, where
 from model_tests.aio.programs import Op, Program
+from model_tests.exploration import Failure
 from model_tests.linearizability import Call, Entry, Linearizable, QueueAdapter, check
 from model_tests.projection import to_state
 from model_tests.system_checks import nothing_lost
@@ -79,22 +82,8 @@ ADVANCE: Final = "a"
 END: Final = "e"
 
 
-@dataclass(frozen=True)
-class Decision:
-    """A decision point of a run: the alternatives, their preemption costs, the choice."""
-
-    options: tuple[Choice, ...]
-    costs: tuple[int, ...]
-    chosen: Choice
-
-
-@dataclass(frozen=True)
-class Failure:
-    """What is wrong with one schedule: ``kind`` (an invariant's name, ``CRASH``, ...) and a
-    readable message."""
-
-    kind: str
-    message: str
+#: A decision point of a run of this backend (:class:`model_tests.exploration.Decision`).
+Decision = exploration.Decision[Choice]
 
 
 @dataclass(frozen=True)
@@ -119,25 +108,8 @@ class Event:
         return f"{self.task}: {self.kind} {self.detail!r}"
 
 
-@dataclass
-class Run:
+class Run(exploration.Run[Program, Choice, Step, Event, Entry]):
     """One run of a program under one schedule, and its verdict."""
-
-    program: Program
-    mutant: str
-    decisions: list[Decision]
-    steps: list[Step]
-    events: list[Event]
-    history: list[Entry]
-    failure: Failure | None = None
-
-    @property
-    def choices(self) -> list[Choice]:
-        return [d.chosen for d in self.decisions]
-
-    @property
-    def preemptions(self) -> int:
-        return sum(d.costs[d.options.index(d.chosen)] for d in self.decisions)
 
     @property
     def cancels(self) -> int:
@@ -149,26 +121,12 @@ class Run:
 # =============================================================================================
 
 #: Picks a choice from the options (with their costs), given the default (no preemption).
-Strategy = Callable[[list[Choice], list[int], Choice], Choice]
+Strategy = exploration.Strategy[Choice]
 
 
 def forced(prefix: Sequence[Choice]) -> Strategy:
     """Follow ``prefix`` at the first decision points, then the default (no preemption)."""
-    at = [0]
-
-    def choose(options: list[Choice], costs: list[int], default: Choice) -> Choice:
-        i = at[0]
-        at[0] += 1
-        if i < len(prefix):
-            if prefix[i] not in options:
-                raise ValueError(
-                    f"schedule does not replay: decision {i} wants {_token(prefix[i])}, "
-                    f"the options are {[_token(o) for o in options]}"
-                )
-            return prefix[i]
-        return default
-
-    return choose
+    return exploration.forced(prefix, _token)
 
 
 # =============================================================================================
@@ -615,32 +573,8 @@ def _linearizable(
 # =============================================================================================
 
 
-@dataclass
-class Level:
-    """What one preemption bound explored: schedules, seconds."""
-
-    bound: int
-    schedules: int = 0
-    seconds: float = 0.0
-
-
-@dataclass
-class Result:
-    """What a search found: the levels explored and the failing run, if any."""
-
-    program: Program
-    mutant: str
-    levels: list[Level] = field(default_factory=list)
-    failure: Run | None = None
-    complete: bool = True  # every schedule up to the last level's bound was explored
-
-    @property
-    def schedules(self) -> int:
-        return sum(lv.schedules for lv in self.levels)
-
-    @property
-    def seconds(self) -> float:
-        return sum(lv.seconds for lv in self.levels)
+#: What a search found (:class:`model_tests.exploration.Result`).
+Result = exploration.Result[Program, Run]
 
 
 def _smaller(a: Run, b: Run) -> bool:
@@ -660,49 +594,22 @@ def explore(
     """Every schedule of ``program`` with at most ``bound`` preemptions (the program's own
     bound by default), fewest preemptions first. With ``stop``, stop at the level of the first
     failure: at once, or (``minimal``) after that level, with its smallest failing schedule."""
+    cache: dict[tuple[Entry, ...], bool] = {}
+
+    def run_prefix(prefix: list[Choice]) -> Run:
+        return run_once(program, queue_class, forced(prefix), lin_cache=cache)
+
     k_max = program.bound if bound is None else bound
     result = Result(program, queue_class.__name__)
-    cache: dict[tuple[Entry, ...], bool] = {}
-    frontier: list[list[Choice]] = [[]]
-    runs = 0
-    for k in range(k_max + 1):
-        level = Level(k)
-        result.levels.append(level)
-        began = time.perf_counter()
-        stack, frontier = frontier, []
-        while stack:
-            if max_schedules is not None and runs >= max_schedules:
-                result.complete = False
-                level.seconds += time.perf_counter() - began
-                return result
-            prefix = stack.pop()
-            run = run_once(program, queue_class, forced(prefix), lin_cache=cache)
-            runs += 1
-            level.schedules += 1
-            if run.failure is not None and (
-                result.failure is None or _smaller(run, result.failure)
-            ):
-                result.failure = run
-                if stop and not minimal:
-                    level.seconds += time.perf_counter() - began
-                    return result
-            spent = 0
-            for i, d in enumerate(run.decisions):
-                if i >= len(prefix):
-                    for alt, cost in zip(d.options, d.costs, strict=True):
-                        if alt == d.chosen:
-                            continue
-                        total = spent + cost
-                        branch = [*run.choices[:i], alt]
-                        if total <= k:
-                            stack.append(branch)
-                        elif total == k + 1:
-                            frontier.append(branch)
-                spent += d.costs[d.options.index(d.chosen)]
-        level.seconds += time.perf_counter() - began
-        if (stop and result.failure is not None) or not frontier:
-            break
-    return result
+    return exploration.search(
+        result,
+        run_prefix,
+        k_max,
+        stop=stop,
+        minimal=minimal,
+        smaller=_smaller,
+        max_schedules=max_schedules,
+    )
 
 
 # =============================================================================================
@@ -719,41 +626,22 @@ def _token(c: Choice) -> str:
     return kind
 
 
+def _parse(c: str) -> Choice:
+    if c in (ADVANCE, END):
+        return (c, 0)
+    if c.startswith(CANCEL):
+        return (CANCEL, int(c[1:]))
+    return (RUN, int(c))
+
+
 def encode(program: Program, mutant: str, choices: Sequence[Choice]) -> str:
     """The short string :func:`decode` (and ``--replay``) turns back into the schedule:
     ``program:queue:choices``: ``k`` runs the ready callback at position k, ``cI`` cancels
     task I, ``a`` advances the clock, ``e`` ends; runs of one choice as ``k*n``, separated by
     ``.``."""
-    parts: list[str] = []
-    i = 0
-    while i < len(choices):
-        j = i
-        while j < len(choices) and choices[j] == choices[i]:
-            j += 1
-        c = _token(choices[i])
-        parts.append(c if j - i == 1 else f"{c}*{j - i}")
-        i = j
-    return f"{program.name}:{mutant}:{'.'.join(parts)}"
+    return exploration.encode(program.name, mutant, choices, _token)
 
 
 def decode(text: str) -> tuple[str, str, list[Choice]]:
     """``(program, queue, choices)`` from a replay string; ``ValueError`` if malformed."""
-    try:
-        program, mutant, body = text.strip().split(":")
-    except ValueError:
-        raise ValueError(f"replay must be program:queue:choices, got {text!r}") from None
-    choices: list[Choice] = []
-    for part in filter(None, body.split(".")):
-        c, _, n = part.partition("*")
-        try:
-            count = int(n) if n else 1
-            if c in (ADVANCE, END):
-                choice: Choice = (c, 0)
-            elif c.startswith(CANCEL):
-                choice = (CANCEL, int(c[1:]))
-            else:
-                choice = (RUN, int(c))
-        except ValueError:
-            raise ValueError(f"replay: bad choice {part!r} in {text!r}") from None
-        choices.extend([choice] * count)
-    return program, mutant, choices
+    return exploration.decode(text, _parse, "queue")

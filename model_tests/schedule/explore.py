@@ -29,6 +29,10 @@ sequential tests already enumerate). :func:`explore` enumerates every schedule w
 started from the points found at the level below), so the first failure it reports has the
 fewest preemptions. :func:`pct` runs ``n`` randomized schedules with the PCT algorithm (random
 priorities, ``d - 1`` priority change points).
+
+This is the thread backend of the one exploration engine (:mod:`model_tests.exploration`: the
+decisions, the search, the replay strings); the event-loop backend is
+:mod:`model_tests.aio.explore`.
 """
 
 from __future__ import annotations
@@ -36,12 +40,14 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Any, Final, cast
 
 import spec
 from impl import Entry as BatchEntry
 from impl import FifoQueue, Message, Queue
+from model_tests import exploration
+from model_tests.exploration import Failure, Level
 from model_tests.linearizability import (
     Call,
     Entry,
@@ -76,68 +82,22 @@ FREE_CALLS = True
 Choice = tuple[int, bool]
 
 
-@dataclass(frozen=True)
-class Decision:
-    """A decision point of a run: the alternatives, their preemption costs, the choice."""
-
-    options: tuple[Choice, ...]
-    costs: tuple[int, ...]
-    chosen: Choice
+#: A decision point of a run of this backend (:class:`model_tests.exploration.Decision`).
+Decision = exploration.Decision[Choice]
 
 
-@dataclass(frozen=True)
-class Failure:
-    """What is wrong with one schedule: ``kind`` (LOST WAKEUP, ...) and a readable message."""
-
-    kind: str
-    message: str
+class Run(exploration.Run[Program, Choice, tuple[str, Pending], ThreadEvent, Entry]):
+    """One run of a program under one schedule, and its verdict: the steps are each thread's
+    pending point, the events the thread-level ones (``events.py``)."""
 
 
-@dataclass
-class Run:
-    """One run of a program under one schedule, and its verdict."""
-
-    program: Program
-    mutant: str
-    decisions: list[Decision]
-    steps: list[tuple[str, Pending]]
-    events: list[ThreadEvent]
-    history: list[Entry]
-    failure: Failure | None = None
-
-    @property
-    def choices(self) -> list[Choice]:
-        return [d.chosen for d in self.decisions]
-
-    @property
-    def preemptions(self) -> int:
-        return sum(d.costs[d.options.index(d.chosen)] for d in self.decisions)
-
-
-# =============================================================================================
-# Strategies: who runs next
-# =============================================================================================
-
-Strategy = Callable[[list[Choice], list[int], Choice], Choice]
+#: Picks a choice from the options (with their costs), given the default (no preemption).
+Strategy = exploration.Strategy[Choice]
 
 
 def forced(prefix: Sequence[Choice]) -> Strategy:
     """Follow ``prefix`` at the first decision points, then the default (no preemption)."""
-    at = [0]
-
-    def choose(options: list[Choice], costs: list[int], default: Choice) -> Choice:
-        i = at[0]
-        at[0] += 1
-        if i < len(prefix):
-            if prefix[i] not in options:
-                raise ValueError(
-                    f"schedule does not replay: decision {i} wants {prefix[i]}, "
-                    f"the options are {options}"
-                )
-            return prefix[i]
-        return default
-
-    return choose
+    return exploration.forced(prefix)
 
 
 # =============================================================================================
@@ -505,32 +465,8 @@ def blocked(q: Queue[Any], clock: ControlledClock, sched: Scheduler) -> Failure 
 # =============================================================================================
 
 
-@dataclass
-class Level:
-    """What one preemption bound explored: schedules, seconds."""
-
-    bound: int
-    schedules: int = 0
-    seconds: float = 0.0
-
-
-@dataclass
-class Result:
-    """What a search found: the levels explored and the first failing run, if any."""
-
-    program: Program
-    mutant: str
-    levels: list[Level] = field(default_factory=list)
-    failure: Run | None = None
-    complete: bool = True  # every schedule up to the last level's bound was explored
-
-    @property
-    def schedules(self) -> int:
-        return sum(lv.schedules for lv in self.levels)
-
-    @property
-    def seconds(self) -> float:
-        return sum(lv.seconds for lv in self.levels)
+#: What a search found (:class:`model_tests.exploration.Result`).
+Result = exploration.Result[Program, Run]
 
 
 def explore(
@@ -544,49 +480,16 @@ def explore(
 ) -> Result:
     """Every schedule of ``program`` with at most ``bound`` preemptions (the program's own
     bound by default), fewest preemptions first; stops at the first failure if ``stop``."""
+    cache: dict[tuple[Entry, ...], bool] = {}
+
+    def run_prefix(prefix: list[Choice]) -> Run:
+        return run_once(
+            program, queue_class, forced(prefix), all_points=all_points, lin_cache=cache
+        )
+
     k_max = program.bound if bound is None else bound
     result = Result(program, queue_class.__name__)
-    cache: dict[tuple[Entry, ...], bool] = {}
-    frontier: list[list[Choice]] = [[]]
-    runs = 0
-    for k in range(k_max + 1):
-        level = Level(k)
-        result.levels.append(level)
-        began = time.perf_counter()
-        stack, frontier = frontier, []
-        while stack:
-            if max_schedules is not None and runs >= max_schedules:
-                result.complete = False
-                level.seconds += time.perf_counter() - began
-                return result
-            prefix = stack.pop()
-            run = run_once(
-                program, queue_class, forced(prefix), all_points=all_points, lin_cache=cache
-            )
-            runs += 1
-            level.schedules += 1
-            if run.failure is not None and result.failure is None:
-                result.failure = run
-                if stop:
-                    level.seconds += time.perf_counter() - began
-                    return result
-            spent = 0
-            for i, d in enumerate(run.decisions):
-                if i >= len(prefix):
-                    for alt, cost in zip(d.options, d.costs, strict=True):
-                        if alt == d.chosen:
-                            continue
-                        total = spent + cost
-                        branch = [*run.choices[:i], alt]
-                        if total <= k:
-                            stack.append(branch)
-                        elif total == k + 1:
-                            frontier.append(branch)
-                spent += d.costs[d.options.index(d.chosen)]
-        level.seconds += time.perf_counter() - began
-        if not frontier:
-            break
-    return result
+    return exploration.search(result, run_prefix, k_max, stop=stop, max_schedules=max_schedules)
 
 
 def _pct_strategy(rng: random.Random, changes: set[int]) -> Strategy:
@@ -649,31 +552,21 @@ def pct(
 # =============================================================================================
 
 
+def _token(c: Choice) -> str:
+    return f"{c[0]}{'!' if c[1] else ''}"
+
+
+def _parse(c: str) -> Choice:
+    return (int(c.rstrip("!")), c.endswith("!"))
+
+
 def encode(program: Program, mutant: str, choices: Sequence[Choice]) -> str:
     """The short string that :func:`decode` (and ``--replay``) turns back into the schedule:
     ``program:mutant:choices``, the choices as thread indices, ``!`` for an interrupt, runs of
     one choice as ``i*n``, separated by ``.``."""
-    parts: list[str] = []
-    i = 0
-    while i < len(choices):
-        j = i
-        while j < len(choices) and choices[j] == choices[i]:
-            j += 1
-        c = f"{choices[i][0]}{'!' if choices[i][1] else ''}"
-        parts.append(c if j - i == 1 else f"{c}*{j - i}")
-        i = j
-    return f"{program.name}:{mutant}:{'.'.join(parts)}"
+    return exploration.encode(program.name, mutant, choices, _token)
 
 
 def decode(text: str) -> tuple[str, str, list[Choice]]:
     """``(program, mutant, choices)`` from a replay string; ``ValueError`` if malformed."""
-    try:
-        program, mutant, body = text.strip().split(":")
-    except ValueError:
-        raise ValueError(f"replay must be program:mutant:choices, got {text!r}") from None
-    choices: list[Choice] = []
-    for part in filter(None, body.split(".")):
-        c, _, n = part.partition("*")
-        interrupt = c.endswith("!")
-        choices.extend([(int(c.rstrip("!")), interrupt)] * (int(n) if n else 1))
-    return program, mutant, choices
+    return exploration.decode(text, _parse, "mutant")

@@ -34,6 +34,7 @@ from typing import Any
 import spec
 from impl import Message, Queue
 from model_tests import system_checks
+from model_tests.exploration import Failure
 from model_tests.schedule.controlled import (
     Abort,
     ControlledClock,
@@ -45,7 +46,6 @@ from model_tests.schedule.explore import (
     MAX_STEPS,
     Choice,
     Decision,
-    Failure,
     Strategy,
     forced,
 )

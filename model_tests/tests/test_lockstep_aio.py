@@ -20,11 +20,10 @@ from unittest import mock
 import pytest
 from hypothesis import settings
 
-from model_tests import lockstep, lockstep_aio
+from model_tests import lockstep, lockstep_aio, lockstep_fifo
 from model_tests.lockstep import LockstepReceipt
 from model_tests.lockstep_aio import AioFifoMachine, AioMachine
 from model_tests.targets import async_class
-from model_tests.tests import test_lockstep_fifo
 
 pytestmark = pytest.mark.skipif(async_class(fifo=False) is None, reason="impl has no asyncio shell")
 
@@ -151,7 +150,7 @@ def test_the_fifo_machine_wakes_a_waiter_with_a_group_send() -> None:
     with (
         mock.patch.object(lockstep, "event", lambda *a, **k: None),
         mock.patch.object(lockstep_aio, "event", lambda *a, **k: None),
-        mock.patch.object(test_lockstep_fifo, "event", lambda *a, **k: None),
+        mock.patch.object(lockstep_fifo, "event", lambda *a, **k: None),
     ):
         m = AioFifoMachine()
         m.create_queues(capacity=None, vt=2.0, max_receives=None, delay=0.0, dedup_interval=1.0)
