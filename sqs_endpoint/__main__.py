@@ -57,8 +57,28 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+#: The one line ``main`` prints when the ``server`` extra (botocore, for its SQS service model)
+#: is not installed: the package itself imports without it, the endpoint cannot start.
+MISSING_EXTRA = (
+    "sqs-endpoint: the endpoint needs botocore (the 'server' extra): "
+    "pip install 'sqs-queue-reference[server]', or in a checkout pip install -e '.[server]'"
+)
+
+
+def _has_botocore() -> bool:
+    try:
+        import botocore.loaders  # type: ignore[import-untyped]  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
 def main(argv: list[str] | None = None) -> int:
+    """Run the endpoint until Ctrl-C or SIGTERM; the exit status (also a console script's)."""
     args = parser().parse_args(argv)
+    if not _has_botocore():
+        print(MISSING_EXTRA, file=sys.stderr)
+        return 2
     logging.basicConfig(
         level=logging.INFO if args.verbose else logging.WARNING,
         format="%(asctime)s %(name)s %(levelname)s %(message)s",

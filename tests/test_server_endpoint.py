@@ -382,6 +382,38 @@ def test_main_bad_config_exits_2(tmp_path: pathlib.Path) -> None:
     assert "name" in result.stderr
 
 
+def test_main_without_the_server_extra_exits_2_with_one_line() -> None:
+    # botocore blocked as if not installed: None in sys.modules makes every import of it fail.
+    code = (
+        "import sys; sys.modules['botocore'] = None; "
+        "from sqs_endpoint.__main__ import main; sys.exit(main(['--port', '0']))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 2
+    assert result.stdout == ""
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1, result.stderr
+    assert "'server' extra" in lines[0]
+    assert "pip install" in lines[0]
+    assert "Traceback" not in result.stderr
+
+
+def test_main_is_a_console_script_target() -> None:
+    # What a console script `sqs-endpoint = "sqs_endpoint.__main__:main"` runs:
+    # sys.exit(main()), main reading sys.argv itself.
+    code = (
+        "import sys; sys.argv = ['sqs-endpoint', '--port', '70000']; "
+        "from sqs_endpoint.__main__ import main; sys.exit(main())"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 2
+    assert "--port must be in 0..65535" in result.stderr
+
+
 def test_real_clock_redelivery_wakes_a_long_poll() -> None:
     # The real clock: the visibility timeout expires from the loop's timer at the real time,
     # and the waiting receive gets the message then (generous bounds: a loaded machine).
