@@ -18,7 +18,12 @@ the server or hang a connection:
   414) without reading the rest, and the connection is closed;
 - keep-alive: HTTP/1.1's default, ``Connection: close`` honoured, HTTP/1.0 only with
   ``Connection: keep-alive``; requests pipelined on one connection are answered in order;
-- ``TCP_NODELAY`` on every accepted socket: a response is one write, sent at once.
+- ``TCP_NODELAY`` on every accepted socket: a response is one write, sent at once;
+- the client leaving is seen while a handler runs: each connection's reader sets an event when
+  the peer's EOF or a reset arrives (the stream protocol's ``eof_received`` and
+  ``connection_lost``), without reading a byte, so request bytes pipelined meanwhile stay
+  buffered for the next request. :func:`client_gone` gives a handler that event (a
+  ``contextvars`` variable of the connection's task); the SQS service ends a long poll with it.
 
 A request the parser refuses becomes an :class:`HttpError`, which the server's ``on_error``
 hook turns into a response (the SQS app answers in the protocol the head names); a handler that
@@ -36,6 +41,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import logging
 import re
 import socket
@@ -52,6 +58,7 @@ __all__ = [
     "HttpServer",
     "Request",
     "Response",
+    "client_gone",
 ]
 
 log = logging.getLogger("sqs_endpoint.http")
@@ -147,6 +154,40 @@ def plain_error(request: Request | None, error: HttpError) -> Response:
     )
 
 
+#: The event of the connection whose request the current task handles (see client_gone).
+_GONE: contextvars.ContextVar[asyncio.Event | None] = contextvars.ContextVar(
+    "sqs_endpoint_http_gone", default=None
+)
+
+
+def client_gone() -> asyncio.Event | None:
+    """The event set once the client of the request being handled has closed its side of the
+    connection (EOF, also a half-close: ``shutdown(SHUT_WR)``) or reset it; None outside an
+    :class:`HttpServer` handler. It never clears: neither an EOF nor a reset is undone."""
+    return _GONE.get()
+
+
+class _Reader(asyncio.StreamReader):
+    """A StreamReader that says when the peer is gone: ``gone`` is set by the protocol's EOF
+    (``feed_eof``) or connection loss with an error (``set_exception``). Nothing is read for
+    it, so bytes already buffered (a pipelined request) stay for the next request. Once the
+    buffer holds over twice the limit the transport stops reading and a later EOF is seen only
+    when the buffer drains: a client that pipelines megabytes behind a long poll is not
+    watched."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(limit=limit)
+        self.gone = asyncio.Event()
+
+    def feed_eof(self) -> None:
+        super().feed_eof()
+        self.gone.set()
+
+    def set_exception(self, exc: Exception) -> None:
+        super().set_exception(exc)
+        self.gone.set()
+
+
 class _Closed(Exception):
     """The client closed the connection (or sent a partial request and then closed it)."""
 
@@ -212,13 +253,15 @@ class HttpServer:
         """Listen on ``host``:``port`` (0: a free port); returns the address listened on."""
         if self._server is not None:
             raise RuntimeError("the server is already started")
-        self._server = await asyncio.start_server(
-            self._accepted,
-            host,
-            port,
-            limit=MAX_REQUEST_LINE + 1024,
-            reuse_address=True,
-            backlog=LISTEN_BACKLOG,
+        loop = asyncio.get_running_loop()
+
+        def protocol() -> asyncio.StreamReaderProtocol:
+            # asyncio.start_server's factory, with a reader that watches for the peer leaving.
+            reader = _Reader(MAX_REQUEST_LINE + 1024)
+            return asyncio.StreamReaderProtocol(reader, self._accepted, loop=loop)
+
+        self._server = await loop.create_server(
+            protocol, host, port, reuse_address=True, backlog=LISTEN_BACKLOG
         )
         name = self._server.sockets[0].getsockname()
         self._address = (str(name[0]), int(name[1]))
@@ -295,6 +338,9 @@ class HttpServer:
                     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             name = writer.get_extra_info("sockname")
             local = (str(name[0]), int(name[1])) if name else self.address
+            if isinstance(reader, _Reader):
+                # This task's own context (create_task copied it): seen by its handler only.
+                _GONE.set(reader.gone)
             await self._requests(reader, writer, local)
         except (_Closed, ConnectionError, OSError):
             pass  # the peer went away: nothing to answer

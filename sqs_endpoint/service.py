@@ -48,6 +48,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
+import contextlib
 import hashlib
 import itertools
 import json
@@ -57,15 +58,16 @@ import re
 import time
 import urllib.parse
 import uuid
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 import impl
 from impl.redrive import RedriveStatus, RedriveTask
 from sqs_endpoint import attributes as qattrs
 from sqs_endpoint import messages
 from sqs_endpoint.errors import SqsError
+from sqs_endpoint.http import client_gone
 from sqs_endpoint.md5 import md5_of_message_attributes
 from sqs_endpoint.messages import Stored
 from sqs_endpoint.receipts import Handle, decode, encode
@@ -1043,12 +1045,12 @@ class Service:
                 except impl.Empty:
                     if wait == 0 or loop.time() >= deadline:
                         raise
-                    got = await asyncio.wait_for(
+                    got = await _poll(
                         q.receive_batch(n, block=True, visibility_timeout=vt),
                         max(0.0, deadline - loop.time()),
                     )
                 break
-            except (impl.Empty, TimeoutError):
+            except (impl.Empty, TimeoutError, _Gone):
                 return {}
             except impl.ShutDown:
                 # Deleted (answer empty) or rebuilt (poll the new impl queue for what is left).
@@ -1406,3 +1408,43 @@ class Service:
                 }
             )
         return {"Results": results}
+
+
+class _Gone(Exception):
+    """The client of a long poll closed or reset its connection while it waited."""
+
+
+_R = TypeVar("_R")
+
+
+async def _poll(receive: Coroutine[Any, Any, _R], timeout: float) -> _R:
+    """``receive`` (a blocking impl receive) bounded by ``timeout`` real seconds, and ended
+    when the client leaves (``sqs_endpoint.http.client_gone``). Either end cancels the receive
+    through the asyncio shell's cancellation path (contract section 8), TLA+'s ``Cancel`` then
+    ``Withdraw``, or ``PassOn`` when a send had woken it, in tla/AsyncQueue.tla: a poll that
+    ends this way has taken nothing, and a message a send had meant for it goes to the next
+    waiter at once. Raises TimeoutError or _Gone."""
+    gone = client_gone()
+    if gone is None:
+        return await asyncio.wait_for(receive, timeout)
+    if gone.is_set():
+        receive.close()  # never started: nothing to withdraw
+        raise _Gone
+    task = asyncio.ensure_future(receive)
+    watch = asyncio.ensure_future(gone.wait())
+    try:
+        await asyncio.wait((task, watch), timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        watch.cancel()
+        if not task.done():
+            # Ended by the timeout, by the client leaving, or by this task's own cancellation
+            # (the server closing): the receive is cancelled at its await and takes nothing.
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+    if task.cancelled():
+        raise _Gone if gone.is_set() else TimeoutError()
+    # It received, in the step its wakeup ran: what it took is answered, even when the client
+    # left in the same loop iteration (that answer is then lost as any unread answer is, and
+    # the messages come back after their visibility timeout, as on SQS).
+    return task.result()
