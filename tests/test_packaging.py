@@ -24,13 +24,17 @@ shipped packages that this file does not run (``python -m sqs_endpoint`` with it
 
 from __future__ import annotations
 
+import configparser
 import email
 import json
 import os
 import re
+import selectors
 import shutil
+import signal
 import subprocess
 import sys
+import urllib.request
 import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -85,15 +89,32 @@ class Installed:
     site: Path  # its site-packages
     outside: Path  # an empty directory outside the checkout, the cwd of every run
 
-    def run(self, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-        # No PYTHONPATH or user site: only the fresh environment's site-packages and the empty
-        # cwd are on sys.path. No bytecode written (some packages are links into this venv).
+    def env(self) -> dict[str, str]:
+        # No PYTHONPATH or user site: only the fresh environment's site-packages and the cwd
+        # are on sys.path. No bytecode written (some packages are links into this venv).
         env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
-        env |= {"PYTHONNOUSERSITE": "1", "PYTHONDONTWRITEBYTECODE": "1"}
+        return env | {"PYTHONNOUSERSITE": "1", "PYTHONDONTWRITEBYTECODE": "1"}
+
+    def script(self, name: str) -> Path:
+        """A console script the wheel installed into the fresh environment."""
+        path = self.python.parent / name
+        assert path.is_file(), f"the wheel installed no script {name!r}"
+        return path
+
+    def run(self, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+        """``python ARGS`` of the fresh environment (or ``run_script``'s argv), in ``outside``."""
+        return self.run_argv([str(self.python), *args], stdin=stdin)
+
+    def run_script(self, name: str, *args: str) -> subprocess.CompletedProcess[str]:
+        return self.run_argv([str(self.script(name)), *args])
+
+    def run_argv(
+        self, argv: list[str], stdin: str | None = None
+    ) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            [str(self.python), *args],
+            argv,
             cwd=self.outside,
-            env=env,
+            env=self.env(),
             input=stdin,
             capture_output=True,
             text=True,
@@ -220,14 +241,18 @@ def closure(wanted: list[Requirement], fields: Message) -> list[metadata.Distrib
     return list(found.values())
 
 
-@pytest.fixture(scope="module")
-def installed(
-    built: Built, wheel: zipfile.ZipFile, tmp_path_factory: pytest.TempPathFactory
-) -> Installed:
-    tmp = tmp_path_factory.mktemp("installed")
+#: A module of the user's own named ``server`` (a common name), in the working directory of every
+#: run from the fresh environment: nothing installed may import it in place of its own package.
+USERS_SERVER = 'raise SystemExit("the user\'s own server.py was imported")\n'
+
+
+def install_wheel(built: Built, tmp: Path) -> Installed:
+    """A fresh virtual environment with the wheel alone, and its working directory outside the
+    checkout, holding the user's ``server.py``."""
     venv, outside = tmp / "venv", tmp / "elsewhere"
     outside.mkdir()
     assert not outside.resolve().is_relative_to(ROOT)
+    (outside / "server.py").write_text(USERS_SERVER)
     # No pip in the fresh environment: this environment's pip installs into it (--python).
     done = subprocess.run(
         [sys.executable, "-m", "venv", "--without-pip", str(venv)],
@@ -250,6 +275,18 @@ def installed(
         check=True,
     ).stdout.strip()
     return Installed(python, Path(site), outside)
+
+
+@pytest.fixture(scope="module")
+def installed(built: Built, tmp_path_factory: pytest.TempPathFactory) -> Installed:
+    """The wheel in a fresh environment; ``with_extras`` links the extras into it."""
+    return install_wheel(built, tmp_path_factory.mktemp("installed"))
+
+
+@pytest.fixture(scope="module")
+def bare(built: Built, tmp_path_factory: pytest.TempPathFactory) -> Installed:
+    """The wheel in a fresh environment of its own that no extra is ever linked into."""
+    return install_wheel(built, tmp_path_factory.mktemp("bare"))
 
 
 @pytest.fixture(scope="module")
@@ -287,6 +324,136 @@ def test_each_shipped_entry_point_answers_help_outside_the_checkout(
     assert done.stdout.startswith(f"usage: python -m {command}"), done.stdout
     missing = [o for o in options if not re.search(rf"(?<![\w-]){re.escape(o)}\b", done.stdout)]
     assert missing == [], done.stdout
+
+
+# -- the console scripts ------------------------------------------------------------------------
+
+#: pyproject.toml's ``[project.scripts]``: each console script, its target, the extra it needs,
+#: the ``python -m`` it is the same command as, and options its ``--help`` must name.
+SCRIPTS: dict[str, tuple[str, str, str]] = {
+    "sqs-endpoint": ("sqs_endpoint.__main__:main", "server", "sqs_endpoint"),
+    "sqs-conformance": (
+        "model_tests.conformance.__main__:main",
+        "conformance",
+        "model_tests.conformance",
+    ),
+}
+
+
+def test_the_wheel_declares_the_console_scripts(wheel: zipfile.ZipFile) -> None:
+    (name,) = [n for n in wheel.namelist() if n.endswith(".dist-info/entry_points.txt")]
+    entry_points = configparser.ConfigParser(delimiters=("=",))
+    entry_points.optionxform = str  # type: ignore[assignment, method-assign]
+    entry_points.read_string(wheel.read(name).decode())
+    declared = dict(entry_points["console_scripts"])
+    assert declared == {script: target for script, (target, _, _) in SCRIPTS.items()}
+
+
+def test_the_conformance_kit_checks_the_modules_of_its_extra(
+    installed: Installed, wheel: zipfile.ZipFile
+) -> None:
+    # The kit's own list (what it looks for before it starts) names the extra's distributions.
+    done = installed.run(
+        "-c", "import model_tests.conformance.__main__ as m; print(*m.EXTRA_MODULES)"
+    )
+    assert done.returncode == 0, done.stderr
+    extra = requirements_of_extra(wheel_metadata(wheel), "conformance")
+    assert set(done.stdout.split()) == {canonicalize_name(r.name) for r in extra}
+
+
+def test_the_users_own_server_module_is_in_the_working_directory(installed: Installed) -> None:
+    # What every run here would hit if an installed package imported "server".
+    done = installed.run("-c", "import server")
+    assert done.returncode == 1 and "the user's own server.py was imported" in done.stderr
+
+
+@pytest.mark.parametrize("script", sorted(SCRIPTS))
+def test_each_console_script_answers_help_like_its_python_m(
+    with_extras: Installed, script: str
+) -> None:
+    _, _, module = SCRIPTS[script]
+    done = with_extras.run_script(script, "--help")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.startswith("usage: "), done.stdout
+    _, options = ENTRY_POINTS[module]
+    missing = [o for o in options if not re.search(rf"(?<![\w-]){re.escape(o)}\b", done.stdout)]
+    assert missing == [], done.stdout
+
+
+#: The command lines each script is run with where its extra is missing: a run (the endpoint's
+#: on any free port, were it to start), and the kit's --help (it needs its extra to list its
+#: profiles).
+WITHOUT_EXTRA: dict[str, tuple[list[str], ...]] = {
+    "sqs-endpoint": (["--port", "0"],),
+    "sqs-conformance": (["--help"], []),
+}
+
+
+@pytest.mark.parametrize("script", sorted(SCRIPTS))
+def test_a_command_without_its_extra_exits_2_with_one_line_naming_it(
+    bare: Installed, script: str
+) -> None:
+    _, extra, module = SCRIPTS[script]
+    for argv in ([str(bare.script(script))], [str(bare.python), "-m", module]):
+        for args in WITHOUT_EXTRA[script]:
+            done = bare.run_argv([*argv, *args])
+            command = " ".join([Path(argv[0]).name, *argv[1:], *args])
+            assert done.returncode == 2, (command, done.stdout, done.stderr)
+            assert done.stdout == "", (command, done.stdout)
+            lines = done.stderr.splitlines()
+            assert len(lines) == 1, (command, done.stderr)
+            assert re.search(rf"\[{extra}\]|\b{extra}\b.*\bextra\b", lines[0]), lines[0]
+
+
+def read_line(process: subprocess.Popen[str]) -> str:
+    """The next line the process writes, within :data:`STEP_BOUND` seconds."""
+    assert process.stdout is not None
+    with selectors.DefaultSelector() as ready:
+        ready.register(process.stdout, selectors.EVENT_READ)
+        assert ready.select(STEP_BOUND), "the process wrote nothing"
+    return process.stdout.readline()
+
+
+def test_the_installed_endpoint_serves_its_config_and_stops_on_sigterm(
+    with_extras: Installed,
+) -> None:
+    # The service a developer runs: queues from --config, a health request and an SQS request
+    # over plain HTTP (no client library), then SIGTERM: it stops cleanly, status 0.
+    config = with_extras.outside / "queues.toml"
+    config.write_text('[[queue]]\nname = "jobs"\n\n[[queue]]\nname = "jobs.fifo"\n'
+                      "attributes = { FifoQueue = true }\n")  # fmt: skip
+    argv = [str(with_extras.script("sqs-endpoint")), "--port", "0", "--config", str(config)]
+    process = subprocess.Popen(
+        argv, cwd=with_extras.outside, env=with_extras.env(), stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        first = read_line(process)
+        found = re.search(r"(http://127\.0\.0\.1:\d+) ", first)
+        assert found, first
+        url = found.group(1)
+        with urllib.request.urlopen(f"{url}/_control/health", timeout=STEP_BOUND) as answer:
+            assert json.load(answer) == {"ok": True, "queues": ["jobs", "jobs.fifo"]}
+        request = urllib.request.Request(
+            url,
+            data=b"{}",
+            headers={
+                "Content-Type": "application/x-amz-json-1.0",
+                "X-Amz-Target": "AmazonSQS.ListQueues",
+            },
+        )
+        with urllib.request.urlopen(request, timeout=STEP_BOUND) as answer:
+            listed = json.load(answer)["QueueUrls"]
+        assert listed == [f"{url}/000000000000/jobs", f"{url}/000000000000/jobs.fifo"]
+        process.send_signal(signal.SIGTERM)
+        out, err = process.communicate(timeout=STEP_BOUND)
+        assert process.returncode == 0, out + err
+        assert out.splitlines()[-1] == "stopped", out
+        assert "Traceback" not in err, err
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
 
 
 def test_the_installed_spec_writes_its_explorer_page(installed: Installed) -> None:
