@@ -327,7 +327,7 @@ class Stack:
 
 
 _OURS_CODE: Final = """
-import sys, server
+import sys, sqs_endpoint
 with sqs_endpoint.serve(host="127.0.0.1", port=0, clock="real") as ep:
     print(ep.url, flush=True)
     sys.stdin.read()

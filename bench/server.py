@@ -76,7 +76,7 @@ ELASTICMQ_MSGS: Final = 2600.0
 
 #: The endpoint processes: each prints its URL, then serves until its standard input closes.
 _SERVER_CODE: Final = """
-import sys, server
+import sys, sqs_endpoint
 with sqs_endpoint.serve(host="127.0.0.1", port=0, clock="real") as ep:
     print(ep.url, flush=True)
     sys.stdin.read()

@@ -198,7 +198,11 @@ def test_the_recorded_moto_measurement_is_what_moto_does_now() -> None:
     recorded = Path(__file__).resolve().parents[2] / "docs" / "runs" / "moto-dlq.txt"
     out = io.StringIO()
     measure(out)
-    assert out.getvalue().splitlines() == recorded.read_text().splitlines()[1:]
+    now, then = out.getvalue().splitlines(), recorded.read_text().splitlines()[1:]
+    # The first line names the releases measured (the recording's, for the docs' citations); a
+    # newer moto that behaves the same passes, one that behaves otherwise fails on the rest.
+    assert now[0].startswith("moto ") and then[0].startswith("moto "), (now[0], then[0])
+    assert now[1:] == then[1:]
 
 
 @pytest.mark.parametrize(
