@@ -18,6 +18,12 @@ import threading
 from types import FrameType
 
 from sqs_endpoint.endpoint import ConfigError, serve
+from sqs_endpoint.http import (
+    DEFAULT_HEADER_TIMEOUT,
+    DEFAULT_IDLE_TIMEOUT,
+    DEFAULT_MAX_CONNECTIONS,
+    check_limits,
+)
 
 
 def _loopback(host: str) -> bool:
@@ -53,6 +59,30 @@ def parser() -> argparse.ArgumentParser:
         help="real: time runs; fake: frozen until advanced (POST /_control/clock/advance)",
     )
     p.add_argument("--record", type=pathlib.Path, help="directory to record every queue's trace in")
+    p.add_argument(
+        "--idle-timeout",
+        type=float,
+        default=DEFAULT_IDLE_TIMEOUT,
+        metavar="SECONDS",
+        help="close a connection that sends no request for this long "
+        f"(default {DEFAULT_IDLE_TIMEOUT:g}; a waiting long poll is not idle)",
+    )
+    p.add_argument(
+        "--header-timeout",
+        type=float,
+        default=DEFAULT_HEADER_TIMEOUT,
+        metavar="SECONDS",
+        help="answer 408 and close when a request's head and body take longer "
+        f"(default {DEFAULT_HEADER_TIMEOUT:g})",
+    )
+    p.add_argument(
+        "--max-connections",
+        type=int,
+        default=DEFAULT_MAX_CONNECTIONS,
+        metavar="N",
+        help="past N open connections, answer 503 ServiceUnavailable and close "
+        f"(default {DEFAULT_MAX_CONNECTIONS})",
+    )
     p.add_argument("--verbose", action="store_true", help="log each failure with its traceback")
     return p
 
@@ -61,7 +91,7 @@ def parser() -> argparse.ArgumentParser:
 #: is not installed: the package itself imports without it, the endpoint cannot start.
 MISSING_EXTRA = (
     "sqs-endpoint: the endpoint needs botocore (the 'server' extra): "
-    "pip install 'sqs-queue-reference[server]', or in a checkout pip install -e '.[server]'"
+    "pip install '.[server]' in a clone of sqs-queue-reference (or from its git URL)"
 )
 
 
@@ -89,8 +119,20 @@ def main(argv: list[str] | None = None) -> int:
         )
         return 2
     try:
+        check_limits(args.idle_timeout, args.header_timeout, args.max_connections)
+    except ValueError as e:
+        print(f"python -m sqs_endpoint: --{str(e).replace('_', '-')}", file=sys.stderr)
+        return 2
+    try:
         endpoint = serve(
-            args.host, args.port, clock=args.clock, config=args.config, record=args.record
+            args.host,
+            args.port,
+            clock=args.clock,
+            config=args.config,
+            record=args.record,
+            idle_timeout=args.idle_timeout,
+            header_timeout=args.header_timeout,
+            max_connections=args.max_connections,
         )
     except ConfigError as e:
         print(f"python -m sqs_endpoint: {e}", file=sys.stderr)

@@ -85,11 +85,15 @@ def _http_error_code(error: HttpError) -> SqsError:
     HTTP layer names more precisely (414, 417, 431) keeps its status; what HTTP answers with a
     5xx for the client's request (501 for a transfer coding, 505 for a version) is the
     client's fault too, so 400: bad input is never a 5xx. Only the handler's own failure (500)
-    is ``InternalFailure``."""
+    is ``InternalFailure``, and the connection cap's refusal (503) ``ServiceUnavailable``."""
     if error.status == 413:
         return SqsError("RequestEntityTooLargeException", error.message, status=413)
     if error.status == 500:
         return SqsError("InternalFailure", error.message, status=500, sender_fault=False)
+    if error.status == 503:
+        # The connection cap (sqs_endpoint.http.DEFAULT_MAX_CONNECTIONS): AWS's common
+        # ServiceUnavailable, which SQS clients retry.
+        return SqsError("ServiceUnavailable", error.message, status=503, sender_fault=False)
     status = error.status if 400 <= error.status < 500 else 400
     return SqsError("MalformedHttpRequestException", error.message, status=status)
 

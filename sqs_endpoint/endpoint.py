@@ -42,7 +42,14 @@ from sqs_endpoint.app import App
 from sqs_endpoint.clock import Mode, ServerClock
 from sqs_endpoint.control import Control
 from sqs_endpoint.errors import SqsError
-from sqs_endpoint.http import DEFAULT_MAX_BODY, HttpServer
+from sqs_endpoint.http import (
+    DEFAULT_HEADER_TIMEOUT,
+    DEFAULT_IDLE_TIMEOUT,
+    DEFAULT_MAX_BODY,
+    DEFAULT_MAX_CONNECTIONS,
+    HttpServer,
+    check_limits,
+)
 from sqs_endpoint.service import Service
 
 __all__ = ["ConfigError", "Endpoint", "QueueSpec", "ServiceFactory", "load_config", "serve"]
@@ -162,6 +169,15 @@ def _default_service(record: pathlib.Path | None) -> ServiceFactory:
     return build
 
 
+@dataclass(frozen=True)
+class Limits:
+    """The connection limits an endpoint's HTTP server keeps (``sqs_endpoint.http``)."""
+
+    idle_timeout: float = DEFAULT_IDLE_TIMEOUT
+    header_timeout: float = DEFAULT_HEADER_TIMEOUT
+    max_connections: int = DEFAULT_MAX_CONNECTIONS
+
+
 class Endpoint:
     """A running endpoint (made by :func:`serve`): its URL, its clock, and :meth:`close`."""
 
@@ -174,12 +190,14 @@ class Endpoint:
         config: list[QueueSpec],
         service: ServiceFactory,
         max_body: int,
+        limits: Limits | None = None,
     ) -> None:
         self.clock = ServerClock(clock)
         self._bind = (host, port)
         self._config = config
         self._factory = service
         self._max_body = max_body
+        self._limits = limits if limits is not None else Limits()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._thread_id: int | None = None
@@ -321,7 +339,14 @@ class Endpoint:
         service = self._factory(self.clock)
         self._service = service
         app = App(service, control=Control(self.clock, service.queues))
-        self._http = HttpServer(app.handle, on_error=app.http_error, max_body=self._max_body)
+        self._http = HttpServer(
+            app.handle,
+            on_error=app.http_error,
+            max_body=self._max_body,
+            idle_timeout=self._limits.idle_timeout,
+            header_timeout=self._limits.header_timeout,
+            max_connections=self._limits.max_connections,
+        )
         self.host, self.port = await self._http.start(*self._bind)
         for spec in self._config:
             try:
@@ -378,13 +403,18 @@ def serve(
     record: str | pathlib.Path | None = None,
     service: ServiceFactory | None = None,
     max_body: int = DEFAULT_MAX_BODY,
+    idle_timeout: float = DEFAULT_IDLE_TIMEOUT,
+    header_timeout: float = DEFAULT_HEADER_TIMEOUT,
+    max_connections: int = DEFAULT_MAX_CONNECTIONS,
 ) -> Endpoint:
     """Start an endpoint on ``host``:``port`` (0: a free port) and return it once it answers.
 
     ``clock``: ``"real"`` (the time runs) or ``"fake"`` (frozen until advanced). ``config``: a
     TOML file (or its parsed content) of queues to create (:func:`load_config`). ``record``: a
     directory the service records every queue's trace in. ``service``: the operation layer's
-    factory (default ``sqs_endpoint.service.Service``). Raises ``OSError`` if it cannot listen,
+    factory (default ``sqs_endpoint.service.Service``). ``idle_timeout``, ``header_timeout``
+    (real seconds) and ``max_connections``: the connection limits (``sqs_endpoint.http``'s
+    ``DEFAULT_*``; docs/server.md "Connection limits"). Raises ``OSError`` if it cannot listen,
     ``ConfigError`` for a bad config, ``TypeError``/``ValueError`` naming a bad argument.
     """
     if not isinstance(host, str) or not host:
@@ -398,6 +428,10 @@ def serve(
     factory = service if service is not None else _default_service(record_dir)
     if not callable(factory):
         raise TypeError(f"service must be a callable (clock -> service), got {factory!r}")
-    endpoint = Endpoint(host, port, clock=clock, config=specs, service=factory, max_body=max_body)
+    check_limits(idle_timeout, header_timeout, max_connections)
+    limits = Limits(float(idle_timeout), float(header_timeout), max_connections)
+    endpoint = Endpoint(
+        host, port, clock=clock, config=specs, service=factory, max_body=max_body, limits=limits
+    )
     endpoint._start()
     return endpoint

@@ -74,6 +74,18 @@ DEFAULT_MAX_BODY = 8 * 1024 * 1024
 #: retried by the client's kernel a second later (``python -m bench.http_stacks`` measures the
 #: time to accept a thousand). The kernel caps it at ``net.core.somaxconn``.
 LISTEN_BACKLOG = 1024
+#: Seconds a connection may wait for the first byte of its next request (and a new connection
+#: for its first): a kept-alive client that sends nothing is closed, silently. A waiting long
+#: poll is not idle (the handler runs, no request is awaited). botocore opens a new connection
+#: when a pooled one was closed, so a closed idle connection costs a client nothing.
+DEFAULT_IDLE_TIMEOUT = 60.0
+#: Seconds a request's head and body may take to arrive from its first byte: a client that
+#: sends half a request is answered 408 and closed.
+DEFAULT_HEADER_TIMEOUT = 30.0
+#: The most connections open at once: past it a connection's first request is answered 503
+#: (SQS's ``ServiceUnavailable``, which SQS clients retry) and the connection closed. Above a
+#: thousand waiting long polls (``python -m bench``), under a default file-descriptor limit.
+DEFAULT_MAX_CONNECTIONS = 4096
 #: The longest request line: a query-protocol GET carries its whole request in the URL.
 MAX_REQUEST_LINE = 1024 * 1024
 #: The most bytes and lines of headers one request may have.
@@ -206,11 +218,25 @@ def _has_token(value: str | None, token: str) -> bool:
     return any(part.strip().lower() == token for part in value.split(","))
 
 
+def check_limits(idle_timeout: float, header_timeout: float, max_connections: int) -> None:
+    """``ValueError`` naming the first connection limit that is not one (see the ``DEFAULT_*``
+    constants): timeouts are finite seconds > 0, the cap an int >= 1."""
+    for name, value in (("idle_timeout", idle_timeout), ("header_timeout", header_timeout)):
+        if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < 1e9:
+            raise ValueError(f"{name} must be a finite number of seconds > 0, got {value!r}")
+    if isinstance(max_connections, bool) or not isinstance(max_connections, int):
+        raise ValueError(f"max_connections must be an int >= 1, got {max_connections!r}")
+    if max_connections < 1:
+        raise ValueError(f"max_connections must be an int >= 1, got {max_connections!r}")
+
+
 class HttpServer:
     """Serve ``handler`` over HTTP/1.1 on one event loop (start it on the loop that runs it).
 
     ``on_error`` makes the response for a refused request (default: text); ``max_body`` bounds a
-    request's body in bytes.
+    request's body in bytes; ``idle_timeout``, ``header_timeout`` (seconds, real time: transport
+    limits, not the queues' clock) and ``max_connections`` are the connection limits of the
+    ``DEFAULT_*`` constants.
     """
 
     def __init__(
@@ -219,11 +245,18 @@ class HttpServer:
         *,
         on_error: ErrorHook | None = None,
         max_body: int = DEFAULT_MAX_BODY,
+        idle_timeout: float = DEFAULT_IDLE_TIMEOUT,
+        header_timeout: float = DEFAULT_HEADER_TIMEOUT,
+        max_connections: int = DEFAULT_MAX_CONNECTIONS,
     ) -> None:
         if not callable(handler):
             raise TypeError(f"handler must be callable, got {type(handler).__name__}")
         if isinstance(max_body, bool) or not isinstance(max_body, int) or max_body < 0:
             raise ValueError(f"max_body must be an int >= 0, got {max_body!r}")
+        check_limits(idle_timeout, header_timeout, max_connections)
+        self.idle_timeout = float(idle_timeout)
+        self.header_timeout = float(header_timeout)
+        self.max_connections = max_connections
         self._handler = handler
         self._on_error = on_error if on_error is not None else plain_error
         self.max_body = max_body
@@ -234,6 +267,8 @@ class HttpServer:
         # cancelled by close(), which would cancel the close-waiter future they await (a future
         # the writer shares with every other waiter), only waited for.
         self._ending: set[asyncio.Task[None]] = set()
+        # The connections under the cap (max_connections): every one but those refused past it.
+        self._admitted: set[asyncio.Task[None]] = set()
         self._address: tuple[str, int] | None = None
         self._closing = False
 
@@ -303,12 +338,19 @@ class HttpServer:
         # Called by asyncio when a connection is made. The task is made here, not by
         # asyncio.start_server: close() sees it from this moment, even before it first runs, and
         # no done-callback of asyncio's reports its cancellation as an error.
-        task = asyncio.get_running_loop().create_task(self._connection(reader, writer))
+        # Past the cap, the connection's one request is refused. Only the admitted connections
+        # count: a refused one lingers until its client has read the 503 (_linger), and counting
+        # it would refuse the next client after a slot was freed.
+        over = len(self._admitted) >= self.max_connections
+        task = asyncio.get_running_loop().create_task(self._connection(reader, writer, over))
         self._connections[task] = writer
+        if not over:
+            self._admitted.add(task)
         task.add_done_callback(self._ended)
 
     def _ended(self, task: asyncio.Task[None]) -> None:
         self._ending.discard(task)
+        self._admitted.discard(task)
         writer = self._connections.pop(task, None)
         if writer is None:
             return
@@ -327,7 +369,9 @@ class HttpServer:
                 }
             )
 
-    async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def _connection(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, over: bool = False
+    ) -> None:
         try:
             if self._closing:
                 return  # made while close() stopped accepting: closed at once
@@ -341,7 +385,7 @@ class HttpServer:
             if isinstance(reader, _Reader):
                 # This task's own context (create_task copied it): seen by its handler only.
                 _GONE.set(reader.gone)
-            await self._requests(reader, writer, local)
+            await self._requests(reader, writer, local, over)
         except (_Closed, ConnectionError, OSError):
             pass  # the peer went away: nothing to answer
         except asyncio.CancelledError:
@@ -357,15 +401,36 @@ class HttpServer:
                 await writer.wait_closed()
 
     async def _requests(
-        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, local: tuple[str, int]
+        self,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        local: tuple[str, int],
+        over: bool = False,
     ) -> None:
         while True:
             head: Request | None = None
             try:
-                head = await self._read_head(reader, local)
-                if head is None:
+                try:
+                    # Idle: waiting for the next request's first byte (nothing consumed by the
+                    # wait but that byte, handed to the head's reader).
+                    async with asyncio.timeout(self.idle_timeout):
+                        first = await reader.readexactly(1)
+                except asyncio.IncompleteReadError:
                     return  # closed between requests
-                body = await self._read_body(reader, writer, head)
+                except TimeoutError:
+                    return  # idle too long: closed without an answer, as servers do
+                try:
+                    async with asyncio.timeout(self.header_timeout):
+                        head = await self._read_head(reader, local, first)
+                        if head is None:
+                            return  # closed before the request line ended
+                        if over:
+                            raise HttpError(503, "too many connections open; retry later")
+                        body = await self._read_body(reader, writer, head)
+                except TimeoutError:
+                    raise HttpError(
+                        408, f"the request did not arrive within {self.header_timeout:g} s"
+                    ) from None
             except HttpError as error:
                 await self._write(writer, self._refused(head, error), head, close=True)
                 await self._linger(reader, writer)
@@ -422,14 +487,20 @@ class HttpServer:
         return line[:-2] if line.endswith(b"\r\n") else line[:-1]
 
     async def _read_head(
-        self, reader: asyncio.StreamReader, local: tuple[str, int]
+        self, reader: asyncio.StreamReader, local: tuple[str, int], first: bytes = b""
     ) -> Request | None:
-        # The request line; empty lines before it are skipped (RFC 9112 section 2.2).
+        # The request line; empty lines before it are skipped (RFC 9112 section 2.2). ``first``
+        # is its first byte, already read by the idle wait.
         for _ in range(8):
             try:
-                line = await self._line(reader, MAX_REQUEST_LINE, 414, "request line")
+                if first == b"\n":
+                    line = b""  # a bare LF: an empty line
+                else:
+                    line = await self._line(reader, MAX_REQUEST_LINE, 414, "request line")
+                    line = first + line if first != b"\r" else line
             except _Closed:
                 return None
+            first = b""
             if line:
                 break
         else:

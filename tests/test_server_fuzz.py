@@ -20,6 +20,7 @@ import http.client
 import json
 import re
 import socket
+import struct
 import urllib.parse
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator
@@ -29,7 +30,7 @@ from typing import Any
 import botocore.model  # type: ignore[import-untyped]
 import botocore.serialize  # type: ignore[import-untyped]
 import pytest
-from hypothesis import HealthCheck, event, given, settings
+from hypothesis import HealthCheck, assume, event, given, settings
 from hypothesis import strategies as st
 
 import sqs_endpoint
@@ -384,6 +385,80 @@ def test_raw_bytes_are_refused_or_closed_and_the_endpoint_goes_on(
     if data:
         status = int(data.split(b" ", 2)[1])
         assert status < 500, data[:300]
+    status, _, _ = target.post(
+        b"{}",
+        {"X-Amz-Target": "AmazonSQS.ListQueues", "Content-Type": "application/x-amz-json-1.0"},
+    )
+    assert status == 200
+
+
+# -- clients that leave, or stall, mid-request -------------------------------------------------
+
+
+@pytest.fixture
+def impatient() -> Iterator[Target]:
+    """An endpoint whose header and idle timeouts are short, so a stalled client costs little."""
+    with sqs_endpoint.serve(port=0, clock="fake", header_timeout=0.2, idle_timeout=0.5) as ep:
+        t = Target(ep)
+        yield t
+        if t.conn is not None:
+            t.conn.close()
+
+
+def wire_request(target: Target, op: str) -> bytes:
+    """A valid AWS JSON 1.0 request of ``op`` as raw bytes: one that changes a queue if it
+    arrives whole (or, for the long poll, waits on the empty dead-letter queue)."""
+    params: dict[str, Any] = {
+        "SendMessage": {"QueueUrl": target.std, "MessageBody": "late"},
+        "DeleteMessage": {"QueueUrl": target.std, "ReceiptHandle": target.receipt},
+        "PurgeQueue": {"QueueUrl": target.std},
+        "ReceiveMessage": {
+            "QueueUrl": f"{target.ep.url}/000000000000/dlq",
+            "WaitTimeSeconds": 20,
+            "MaxNumberOfMessages": 10,
+        },
+    }[op]
+    body = json.dumps(params).encode()
+    return (
+        f"POST / HTTP/1.1\r\nHost: 127.0.0.1:{target.ep.port}\r\n"
+        f"Content-Type: application/x-amz-json-1.0\r\nX-Amz-Target: AmazonSQS.{op}\r\n"
+        f"Content-Length: {len(body)}\r\n\r\n"
+    ).encode() + body
+
+
+@settings(SETTINGS, max_examples=60)
+@given(
+    op=st.sampled_from(["SendMessage", "DeleteMessage", "PurgeQueue", "ReceiveMessage"]),
+    cut=st.floats(min_value=0.0, max_value=1.0),
+    how=st.sampled_from(["close", "reset", "half-close", "stall"]),
+)
+def test_a_client_that_leaves_or_stalls_mid_request_changes_nothing(
+    impatient: Target, op: str, cut: float, how: str
+) -> None:
+    # A request cut short (never whole: at most all but its last byte), then the client closes,
+    # resets, half-closes or just stops; or a whole long poll whose client then leaves. Either
+    # way no queue changes, any answer is < 500, and the endpoint goes on serving.
+    target = impatient
+    target.ensure()
+    before = target.snapshot()
+    raw = wire_request(target, op)
+    whole = op == "ReceiveMessage" and cut == 1.0
+    assume(not (whole and how == "stall"))  # a whole long poll that stays: a live client
+    sent = raw if whole else raw[: int(cut * (len(raw) - 1))]
+    with socket.create_connection(("127.0.0.1", target.ep.port), timeout=TIMEOUT) as sock:
+        sock.sendall(sent)
+        if how == "reset":
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        elif how == "half-close":
+            sock.shutdown(socket.SHUT_WR)
+        if how in ("half-close", "stall"):
+            # The server ends it: an answer (a 408 past the header timeout, an empty receive),
+            # or a close without one (nothing was asked, or the client had left).
+            data = sock.makefile("rb").read()
+            event(f"{how}: {'answered' if data else 'closed'}")
+            if data:
+                assert int(data.split(b" ", 2)[1]) < 500, data[:300]
+    assert target.snapshot() == before
     status, _, _ = target.post(
         b"{}",
         {"X-Amz-Target": "AmazonSQS.ListQueues", "Content-Type": "application/x-amz-json-1.0"},

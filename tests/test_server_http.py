@@ -409,8 +409,10 @@ def test_accepted_sockets_have_tcp_nodelay() -> None:
 
     original = server._connection
 
-    async def spy(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        task = asyncio.ensure_future(original(reader, writer))
+    async def spy(
+        reader: asyncio.StreamReader, writer: asyncio.StreamWriter, over: bool = False
+    ) -> None:
+        task = asyncio.ensure_future(original(reader, writer, over))
         # The connection registers itself and sets its options before its first await.
         for _ in range(1000):
             if server.connections:
