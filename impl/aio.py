@@ -647,7 +647,11 @@ class _AsyncBase(Generic[T]):
         return self._q.redrive_tasks()
 
     def start_redrive(
-        self, destination: _AsyncBase[T] | None = None, *, rate: float | None = None
+        self,
+        destination: _AsyncBase[T] | None = None,
+        *,
+        rate: float | None = None,
+        ids: Callable[[], str] | None = None,
     ) -> RedriveTask[T]:
         if destination is not None and not isinstance(destination, _AsyncBase):
             raise TypeError(
@@ -656,7 +660,7 @@ class _AsyncBase(Generic[T]):
             )
         inner = None if destination is None else destination._q
         # Its first tick (or retry) is due by now at the earliest.
-        return self._arming(0.0, lambda: self._q.start_redrive(inner, rate=rate))
+        return self._arming(0.0, lambda: self._q.start_redrive(inner, rate=rate, ids=ids))
 
     def source_of(self, id: str) -> _AsyncBase[T] | None:
         source = self._q.source_of(id)

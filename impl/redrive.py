@@ -37,6 +37,7 @@ import enum
 import itertools
 import weakref
 from collections import deque
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final, Generic
 
 from impl.core import T
@@ -71,9 +72,12 @@ class RedriveTask(Generic[T]):
         rate: float | None,
         started_at: float,
         scope: list[str],
+        ids: Callable[[], str] | None = None,
     ) -> None:
         #: The task's name, unique in this process (the ``id`` of its tick timers).
         self.name = f"redrive-{next(_names)}"
+        #: Where its moved messages' new ids come from (None: the destination's own counter).
+        self.ids = ids
         self._dlq = weakref.ref(dlq)
         self._destination = destination
         self._rate = rate

@@ -144,6 +144,10 @@ def _not_a_receipt(value: object) -> TypeError:
     return TypeError(f"receipt must be a Receipt, got {type(value).__name__}")
 
 
+#: How many ids a redrive's ``ids`` may give that are already taken before the move fails.
+_ID_DRAWS: Final = 100
+
+
 class BaseQueue(Generic[T]):
     """What :class:`impl.Queue` and :class:`impl.FifoQueue` share: every operation but the
     sends, on a core of :attr:`_core_class`. Not built directly (it has no ``send``).
@@ -1215,12 +1219,19 @@ class BaseQueue(Generic[T]):
             return self._tasks[::-1]
 
     def start_redrive(
-        self, destination: BaseQueue[T] | None = None, *, rate: float | None = None
+        self,
+        destination: BaseQueue[T] | None = None,
+        *,
+        rate: float | None = None,
+        ids: Callable[[], str] | None = None,
     ) -> RedriveTask[T]:
         """Start moving this dead-letter queue's visible messages out (``impl/redrive.py``):
         to each message's source (``destination=None``) or to ``destination`` (a queue of the
         same kind, on the same clock, not this one), all at once (``rate=None``) or ``rate``
-        moves per second of the clock (finite, > 0), fired by this queue's sweep.
+        moves per second of the clock (finite, > 0), fired by this queue's sweep. Each moved
+        message gets a new id (contract section 7): from ``ids`` (a callable returning a fresh
+        string, e.g. a UUID, called with the locks held; an id already taken in the
+        destination's system is drawn again), or the destination's own counter (``msg-N``).
 
         ``TypeError``/``ValueError`` naming the argument for a bad one, and
         :class:`impl.errors.RedriveRunning` while another task of this queue runs; nothing
@@ -1237,6 +1248,8 @@ class BaseQueue(Generic[T]):
                 raise ValueError("destination must be a queue of the same kind (FIFO or standard)")
             if destination.clock is not self._clock:
                 raise ValueError("destination must use the same clock object as this queue")
+        if ids is not None and not callable(ids):
+            raise TypeError(f"ids must be a callable or None, got {type(ids).__name__}")
         r: float | None = None
         if rate is not None:
             if not is_number(rate):
@@ -1255,7 +1268,7 @@ class BaseQueue(Generic[T]):
                 dests = self._destinations(destination, scope)
                 if not {id(q) for q in dests} <= {id(q) for q in queues}:
                     continue  # a message came in from another source meanwhile: lock it too
-                return self._start_task(destination, r, scope, dests)
+                return self._start_task(destination, r, scope, dests, ids)
 
     def _destinations(self, destination: BaseQueue[T] | None, ids: list[str]) -> list[Any]:
         """The queues a redrive of ``ids`` may move into (with the lock held)."""
@@ -1275,6 +1288,7 @@ class BaseQueue(Generic[T]):
         rate: float | None,
         scope: list[str],
         dests: list[BaseQueue[T]],
+        ids: Callable[[], str] | None = None,
     ) -> RedriveTask[T]:
         # start_redrive's body, with this queue's lock and its destinations' held.
         running = self._running()
@@ -1286,7 +1300,7 @@ class BaseQueue(Generic[T]):
         now = self._clock.now()
         if self._sweeper is None and not self._closed:
             self._start_sweeper()  # before the task exists: a failed start changes nothing
-        task = RedriveTask(self, destination, rate, now, scope)
+        task = RedriveTask(self, destination, rate, now, scope, ids)
         task._queues = dests
         self._tasks.append(task)
         core = self._core
@@ -1379,7 +1393,7 @@ class BaseQueue(Generic[T]):
                 blocked = True
                 break
             # prepare: everything that can fail
-            new_id = dest._fresh_moved_id()
+            new_id = dest._fresh_moved_id(task.ids)
             try:
                 if dcore.retention is not None and dest._sweeper is None and not dest._closed:
                     dest._start_sweeper()
@@ -1405,12 +1419,28 @@ class BaseQueue(Generic[T]):
             core.drop_tick(task.name)
         return blocked
 
-    def _fresh_moved_id(self) -> str:
-        """A fresh id for a message redriven into this queue: from its system's registry, or
-        this queue's own counter."""
-        if self._system is not None:
-            return self._system.fresh()
-        return self._core.fresh_id()
+    def _fresh_moved_id(self, ids: Callable[[], str] | None = None) -> str:
+        """A fresh id for a message redriven into this queue, reserved in its system: drawn
+        from ``ids`` until one is new, else from the system's registry or this queue's own
+        counter. A ``TypeError``/``ValueError`` if ``ids`` gives no string, or only taken ids:
+        raised in the move's prepare phase (nothing moved), the task retries as after any
+        failed move."""
+        if ids is None:
+            if self._system is not None:
+                return self._system.fresh()
+            return self._core.fresh_id()
+        for _ in range(_ID_DRAWS):
+            id = ids()
+            if not isinstance(id, str) or not id:
+                raise TypeError(f"ids must return a non-empty string, got {id!r}")
+            if self._system is not None:
+                try:
+                    return self._system.reserve([id], ["id"])[0]
+                except DuplicateIdError:
+                    continue
+            if not self._taken(id):
+                return id
+        raise ValueError(f"ids gave only ids already taken ({_ID_DRAWS} draws)")
 
     def _alone(self) -> bool:
         """Whether a sweep of this queue holds only its own lock: no target, no redrive tick."""

@@ -875,7 +875,7 @@ class Service:
             impl_dedup = (
                 "h-" + hashlib.sha256(key.encode()).hexdigest() if scoped else _hashed(dedup)
             )
-        return _Prepared(stored, str(uuid.uuid4()), delay, impl_group, impl_dedup)
+        return _Prepared(stored, _new_message_id(), delay, impl_group, impl_dedup)
 
     def _accepted(self, state: _Queue, prepared: _Prepared, got: str) -> dict[str, Any]:
         """The result entry of a send impl answered with id ``got`` (FIFO: the earlier message's
@@ -1351,6 +1351,8 @@ class Service:
             task = source.q.start_redrive(
                 None if destination is None else destination.q,
                 rate=None if rate is None else float(rate),
+                # A moved message's new MessageId is a UUID, as every other message's.
+                ids=_new_message_id,
             )
         except impl.RedriveRunning:
             raise SqsError(
@@ -1448,3 +1450,8 @@ async def _poll(receive: Coroutine[Any, Any, _R], timeout: float) -> _R:
     # left in the same loop iteration (that answer is then lost as any unread answer is, and
     # the messages come back after their visibility timeout, as on SQS).
     return task.result()
+
+
+def _new_message_id() -> str:
+    """A MessageId: a UUID, as SQS gives (for a send and for a message a move task moved)."""
+    return str(uuid.uuid4())

@@ -383,3 +383,41 @@ def test_a_purge_skips_the_rest_of_a_running_task(
     clock.advance(1)
     dlq.sweep()  # the task still ticks: b and c are no longer visible, so skipped
     assert (task.status, task.moved, task.skipped) == (RedriveStatus.COMPLETED, 1, 2)
+
+
+# -- where a moved message's new id comes from ---------------------------------------------------
+
+
+def test_ids_gives_each_moved_message_its_new_id(src: Queue[str], dlq: Queue[str]) -> None:
+    dead_letter(src, "a", "b")
+    given = iter(["new-a", "new-b"])
+    task = dlq.start_redrive(ids=lambda: next(given))
+    assert task.status is RedriveStatus.COMPLETED
+    assert visible(src) == [("new-a", "a", 0), ("new-b", "b", 0)]
+
+
+def test_an_id_already_taken_in_the_system_is_drawn_again(src: Queue[str], dlq: Queue[str]) -> None:
+    # "a" and "b" are taken (they were the dead-lettered messages' ids): drawn again.
+    dead_letter(src, "a", "b")
+    given = iter(["a", "b", "x", "a", "y"])
+    dlq.start_redrive(ids=lambda: next(given))
+    assert [m[0] for m in visible(src)] == ["x", "y"]
+
+
+@pytest.mark.parametrize(
+    ("ids", "error", "match"),
+    [
+        ("not callable", TypeError, "ids must be a callable"),
+        (lambda: 7, TypeError, "ids must return a non-empty string"),
+        (lambda: "", TypeError, "ids must return a non-empty string"),
+        (lambda: "a", ValueError, "only ids already taken"),
+    ],
+)
+def test_bad_ids_are_refused_and_move_nothing(
+    src: Queue[str], dlq: Queue[str], ids: object, error: type[Exception], match: str
+) -> None:
+    dead_letter(src, "a")
+    with pytest.raises(error, match=match):
+        dlq.start_redrive(ids=ids)  # type: ignore[arg-type]
+    assert visible(dlq) == [("a", "a", 1)]
+    assert visible(src) == []

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import pathlib
+import re
 
 from service_client import ACCOUNT, BASE, Client, counts, fifo, sqs
 
@@ -428,3 +429,33 @@ async def test_dead_letter_sources_are_paged(c: Client) -> None:
     assert (await c.GetQueueUrl(QueueName="a", QueueOwnerAWSAccountId=ACCOUNT))["QueueUrl"]
     err = await c.error("GetQueueUrl", QueueName="a", QueueOwnerAWSAccountId="111122223333")
     assert err.code == "QueueDoesNotExist"
+
+
+UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}")
+
+
+@sqs
+async def test_moved_messages_get_uuid_ids_unique_across_destinations(c: Client) -> None:
+    # Two sources of one dead-letter queue, and a move task back to each source: every moved
+    # message has a new UUID MessageId, as a sent one has, none repeated across the two
+    # destinations (before, each got msg-1, msg-2, ... of its own).
+    dlq = (await c.CreateQueue(QueueName="dlq"))["QueueUrl"]
+    sources = [
+        (
+            await c.CreateQueue(
+                QueueName=name,
+                Attributes={"VisibilityTimeout": "10", "RedrivePolicy": redrive("dlq", 1)},
+            )
+        )["QueueUrl"]
+        for name in ("src", "src2")
+    ]
+    sent = [await dead_letters(c, src, 2) for src in sources]
+    assert await counts(c, dlq) == (4, 0, 0)
+    await c.StartMessageMoveTask(SourceArn=arn("dlq"))
+    moved = []
+    for src in sources:
+        got = (await c.ReceiveMessage(QueueUrl=src, MaxNumberOfMessages=10))["Messages"]
+        assert len(got) == 2
+        moved += [m["MessageId"] for m in got]
+    assert all(UUID.fullmatch(id) for id in moved), moved
+    assert len(set(moved)) == 4 and not set(moved) & {id for ids in sent for id in ids}
