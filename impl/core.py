@@ -31,8 +31,8 @@ core step               spec                       TLA+
 ``accept_moved``
 ======================  =========================  =============================
 
-Dead-letter queues that are queues, retention and redrive (docs/contract.md section 7,
-issue 25). A core may have a ``target`` (the core of its dead-letter queue, set by the shell,
+Dead-letter queues that are queues, retention and redrive (docs/contract.md section 7). A core may
+have a ``target`` (the core of its dead-letter queue, set by the shell,
 which holds both queues' locks around every releasing step): a release that dies then also
 moves the message into the target in the same step (:meth:`Core.move_in`), and the receivers
 that move enabled in the target are counted in ``moved_receivers`` for the shell to wake. A
@@ -616,7 +616,7 @@ class Core(Generic[T]):
         self.visible[rec.id] = rec
         return RECEIVER
 
-    # -- retention, moves and redrive (issue 25) ---------------------------------------------
+    # -- retention, moves and redrive (contract section 7) -----------------------------------------
 
     def retain(self, rec: Record[T]) -> None:
         """Start ``rec``'s retention timer, due at ``rec.enqueued_at + retention``, after every
@@ -646,7 +646,7 @@ class Core(Generic[T]):
 
     def accept_delayed_at(self, id: str, body: T, visible_at: float, now: float) -> Wake:
         """:meth:`accept_delayed` on a queue that reads the clock at acceptance: its delay
-        timer first, then its retention timer (design note rule 4)."""
+        timer first, then its retention timer (contract section 7.4)."""
         self.accepted.add(id)
         rec = Record(id, body)
         rec.enqueued_at = now

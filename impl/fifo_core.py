@@ -16,11 +16,12 @@ around every call).
   acceptance of the same ``dedup_id`` is a duplicate (``duplicate``, checked by the shell before
   anything else); an accepted one starts its window (``remember``); a rejected one records
   nothing (``DedupWindow``).
-- Issue 25: a message dead-lettered into a FIFO queue takes the next place in its send order
-  (the tail of its group), with its enqueue time reset to the move (AWS: "the enqueue timestamp
-  resets when the message is moved to a dead-letter queue"); a move or a redrive into a FIFO
-  queue is never deduplicated and records no dedup id (AWS replaces the dedup id by the message
-  id, which is unique). Every FIFO record has its enqueue time (a FIFO send reads the clock).
+- Contract section 7.3: a message dead-lettered into a FIFO queue takes the next place in its
+  send order (the tail of its group), with its enqueue time reset to the move (AWS: "the
+  enqueue timestamp resets when the message is moved to a dead-letter queue"); a move or a
+  redrive into a FIFO queue is never deduplicated and records no dedup id (AWS replaces the
+  dedup id by the message id, which is unique). Every FIFO record has its enqueue time (a FIFO
+  send reads the clock).
 """
 
 from __future__ import annotations

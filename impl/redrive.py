@@ -1,4 +1,4 @@
-"""Redrive: a task that moves messages out of a dead-letter queue (design note rule 5).
+"""Redrive: a task that moves messages out of a dead-letter queue (docs/contract.md section 7.5).
 
 ``dlq.start_redrive(destination=None, *, rate=None)`` (``impl.shell.BaseQueue``) makes a
 :class:`RedriveTask`; this module holds the task and its moves, run with the locks of the

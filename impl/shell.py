@@ -38,7 +38,7 @@ Failure model (docs/failure-model.md): every transition does all that can raise 
 commit, so it takes full effect or none; the sweeper (``impl/sweeper.py``) survives a failed
 round; fork handlers (``impl/forking.py``) give a child process fresh locks.
 
-Dead-letter queues that are queues, retention and redrive (issue 25, docs/contract.md
+Dead-letter queues that are queues, retention and redrive (docs/contract.md
 section 7): a queue may name a ``dead_letter`` target (a queue of the same kind, created
 before it, unbounded, on the same clock, with ``max_receives`` set here). Such queues form a
 system sharing one id registry (``impl/system.py``). Every releasing operation of a queue with
@@ -197,7 +197,7 @@ class BaseQueue(Generic[T]):
         message stays delayed unless its send says otherwise (0: visible at once). ``clock``:
         defaults to the real clock (with a ``dead_letter``: to the target's clock).
 
-        Issue 25 (keyword only): ``dead_letter``, the queue a message that dies here moves to
+        Contract section 7 (keywords): ``dead_letter``, the queue a message that dies here moves to
         (same kind, created before this one, unbounded, same clock, not closed; needs
         ``max_receives``); ``retention``, seconds (finite, > 0) a message may stay in this
         queue before it ages out (``None``: forever); ``name``, this queue's name (default
@@ -251,7 +251,7 @@ class BaseQueue(Generic[T]):
             self._join(dead_letter)
         forking.register(self)
 
-    # -- configuration checks and the system (issue 25) ---------------------------------------
+    # -- configuration checks and the system (contract section 7) ----------------------------------
 
     @staticmethod
     def _check_retention(retention: object) -> float | None:
@@ -267,7 +267,7 @@ class BaseQueue(Generic[T]):
         return kept
 
     def _check_dead_letter(self, target: object, max_receives: int | None) -> None:
-        """Design note rule 1: a target that cannot work is a ``ValueError`` naming
+        """Contract section 7.1: a target that cannot work is a ``ValueError`` naming
         ``dead_letter`` (``TypeError`` for one that is not a queue), before anything changes."""
         if target is None:
             return
@@ -801,7 +801,8 @@ class BaseQueue(Generic[T]):
         message's state tells which), ``now`` being the sweep's time. (A FIFO queue's sends
         carry more: see ``impl.FifoQueue.send``.)
 
-        Issue 25 adds two actions and no argument to the old ones. A retention timer a sweep
+        Contract section 7 adds two actions and no argument to the old ones. A retention timer a
+        sweep
         fires is ``("age_out", (), id, now)`` (in the one timer order among the ``expire``
         steps). A redrive move is ``("redrive", (dlq_name, id), new_id, now)`` in the
         dead-letter queue's trace (one step per move, from ``start_redrive`` with ``rate=None``
@@ -1178,7 +1179,7 @@ class BaseQueue(Generic[T]):
             self._fire_tick(tick, now)
             due = core.due(now)
 
-    # -- dead-letter moves, redrive (issue 25) -------------------------------------------------
+    # -- dead-letter moves, redrive (contract section 7) -------------------------------------------
 
     def source_of(self, id: str) -> BaseQueue[T] | None:
         """The queue the message ``id`` was dead-lettered from into this one, or ``None`` (it was

@@ -1,6 +1,6 @@
 """A system of queues linked by dead-letter targets: its shared id registry and its lock order.
 
-Design note rules 2 and 7 (issue 25). A dead-lettered message keeps its id in its target, so
+docs/contract.md sections 7.2 and 7.8. A dead-lettered message keeps its id in its target, so
 the queues linked by dead-letter targets share one id space: a :class:`System` holds every id
 any of its queues has accepted (a caller's id is refused if any queue of the system took it)
 and the one counter generated ids come from (``msg-N``, the format of a queue alone). A queue

@@ -2,7 +2,7 @@
 contract's one timer order.
 
 A queue has up to four kinds of timer: a delayed message's ``visible_at``, a delivery's
-deadline, a message's retention (due at ``enqueued_at + retention``, design note rule 4) and
+deadline, a message's retention (due at ``enqueued_at + retention``, contract section 7.4) and
 the tick of a running redrive task of a dead-letter queue (rule 5). All live in one heap of
 :class:`Timer` entries ordered by ``(due, seq)``: by due time, ties in the order the timers
 were started (one counter for every kind). That is exactly the order in which the contract's

@@ -1,6 +1,6 @@
 """The fault-injection matrix: one call of ``impl.Queue``, run again with a fault at every point.
 
-The framework of ``model_tests/tests/test_faults.py`` (issue 13; the promise is
+The framework of ``model_tests/tests/test_faults.py`` (docs/failure-model.md; the promise is
 ``docs/failure-model.md``'s): a scenario is a queue configuration (:class:`Setup`) and the calls
 that bring the queue to a state, then the call under test (:class:`Op`). :class:`World` is one
 queue on a failing clock (``model_tests.faults.FailingClock`` around a ``ProbeClock``) with a
@@ -131,7 +131,8 @@ class Op:
     names. Receipt operations use the receipt of the message's current delivery, or with
     ``stale`` the one before it. ``vt``: receive's visibility timeout. ``t``: change_visibility's
     timeout; for ``sweep``, how far the clock moves (waking nobody) before it; for ``send``
-    and ``send_batch``, the delay (0: none). The batches (issue 14): ``ids`` are a send_batch's
+    and ``send_batch``, the delay (0: none). The batches (contract section 2): ``ids`` are a
+    send_batch's
     ids (``""``: generated), or the messages a delete_batch or change_visibility_batch names
     (each with ``t``); ``n`` is receive_batch's ``max_messages``.
     """
@@ -619,7 +620,7 @@ def check_every_fault(
 
 
 # =============================================================================================
-# Moves across two queues (issue 25): a failing clock or trace sink during a move
+# Moves across two queues (contract section 7): a failing clock or trace sink during a move
 # =============================================================================================
 
 #: The calls that move a message from one queue to another, by name: a dying release

@@ -4,7 +4,7 @@ In the style of CPython's ``test_queue.py`` ``FailingQueue``: each injector coun
 through it and raises on the k-th one it is armed for, once (after that it behaves), so a test
 can first run a scenario fault-free to count the calls, then run it again with a fault at each
 k = 1 .. count in turn and check that the queue either completed the transition or is exactly as
-it was (issue 13, "exception safety"; ``model_tests/tests/test_faults.py``).
+it was ("exception safety", docs/failure-model.md; ``model_tests/tests/test_faults.py``).
 
 - :class:`FailingClock`: wraps a clock (a fresh ``impl.FakeClock`` by default) and raises on the
   k-th call of ``now``, of ``wait``, or of either; a fault on ``wait`` may also be raised *after*

@@ -660,7 +660,7 @@ class QueueAdapter:
     ``delete_batch(receipts)`` and ``change_visibility_batch(changes)`` (``(receipt, timeout)``
     pairs) return lists of bools, recorded as tuples; ``purge()`` returns a count.
 
-    FIFO queues (issue 15): ``FifoQueue.send(body, *, group, id=..., dedup_id=...)`` is
+    FIFO queues (contract section 2b): ``FifoQueue.send(body, *, group, id=..., dedup_id=...)`` is
     ``send(id, body, None, group, dedup_id)`` (the registry's options after its arguments; check
     with ``Config(fifo=True)``). It returns an id either way: another id than the one asked for
     is a duplicate (recorded as that earlier id, the model's result); the id asked for, or a

@@ -12,7 +12,7 @@ because using it again (a repeated delete, a delete after expiry or after a retr
 what must be tested. Receipts of the other pair are drawn as *foreign* receipts, and
 ``forge_receipt`` adds receipts for any (id, attempt), including future ones and attempt 0.
 
-The batches (issue 14) are rules of their own, named like the rest: ``send_batch``,
+The batches (contract section 2) are rules of their own, named like the rest: ``send_batch``,
 ``receive_batch``, ``delete_batch``, ``change_visibility_batch``, and ``purge``; ``send`` draws
 a delay (the queue's, 0, or a time), and the queues have a default ``delay``. A batch's
 deliveries go into the same ``receipts`` bundle as single receives, and the batch rules draw

@@ -1,5 +1,5 @@
 """The lockstep machine over a system of two queues: ``impl`` and ``spec.system`` driven by the
-same random operations (issue 25, design note rules 1-6).
+same random operations (docs/contract.md sections 7.1-7.7).
 
 A Hypothesis ``RuleBasedStateMachine`` like :mod:`model_tests.lockstep`'s, over one *system*:
 a dead-letter queue ``dlq`` (created first, index 0) and a source ``src`` (index 1) with

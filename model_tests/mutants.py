@@ -37,26 +37,26 @@ Classic bugs of the same family: :class:`CapacityFreedOnReceiveQueue`,
 is a claim, not code: ``model_tests/tests/test_understanding.py`` Q1 shows the duplicate that
 refutes it.)
 
-Delays, batches and purge (issue 14): :class:`EarlyDelayQueue`,
+Delays, batches and purge (contract section 2): :class:`EarlyDelayQueue`,
 :class:`SeparateTimerOrderQueue`, :class:`PurgeMissesDelayedQueue`,
 :class:`PrefixSendBatchQueue`, :class:`SplitReceiveBatchQueue`,
 :class:`DeleteBatchStopsQueue`.
 
-Held out until the controlled scheduler (issue 17; each survived the rest of the suite, or was
+Held out until the controlled scheduler (each survived the rest of the suite, or was
 caught only by interleaving luck), caught by ``model_tests/tests/test_schedule.py``:
 :class:`DeadlineFirstSendQueue`, :class:`OnlyWhenEmptySweeperQueue`,
 :class:`UnsweptIsDeadQueue`.
 
-Missed by the suite until issue 22 (item 8): :class:`OneWakeSendBatchQueue` (a send_batch wakes
-one receiver; the scheduler's ``batch_wakes_all``), :class:`CompactDropsDelaysQueue` (the timer
-heap's rebuild drops the delays; a lockstep witness).
+Missed by the suite until the speed work's review: :class:`OneWakeSendBatchQueue` (a
+send_batch wakes one receiver; the scheduler's ``batch_wakes_all``),
+:class:`CompactDropsDelaysQueue` (the timer heap's rebuild drops the delays; a lockstep witness).
 
-FIFO queues (issue 15, contract section 2b): subclasses of ``impl.FifoQueue``, each overriding
+FIFO queues (contract section 2b): subclasses of ``impl.FifoQueue``, each overriding
 one of its hooks (``FifoQueue``'s docstring), kept apart in :data:`FIFO_MUTANTS` (their API is
 the FIFO one: the standard-queue checks do not apply); ``model_tests/tests/test_fifo_mutants.py``
 catches each by a named check: :class:`TailReleaseFifoQueue`, :class:`LockBlindFifoQueue`,
 :class:`InterleavedBatchFifoQueue`, :class:`SlidingDedupFifoQueue`,
-:class:`RejectedDedupFifoQueue`, :class:`SilentUnlockFifoQueue`; and, from issue 22,
+:class:`RejectedDedupFifoQueue`, :class:`SilentUnlockFifoQueue`; and, from the speed work's review,
 :class:`PruneLiveDedupFifoQueue` (pruning drops live dedup records) and
 :class:`UncheckedWaitFifoQueue` (a send that waited for room is not re-checked).
 
@@ -584,7 +584,7 @@ class ExtendAddsQueue(Queue[T]):
 
 
 # =============================================================================================
-# Delays, batches and purge (issue 14)
+# Delays, batches and purge (contract section 2)
 # =============================================================================================
 
 
@@ -771,12 +771,12 @@ class DeleteBatchStopsQueue(Queue[T]):
 
 
 # =============================================================================================
-# Held out (issue 17): bugs that survived every check until the controlled scheduler
+# Held out: bugs that survived every check until the controlled scheduler
 # =============================================================================================
 
 
 class DeadlineFirstSendQueue(Queue[T]):
-    """MUTANT (held out, issue 17): a timed ``send`` that wakes checks its deadline before it
+    """MUTANT (held out): a timed ``send`` that wakes checks its deadline before it
     re-checks for room.
 
     The bug: after each wait on ``not_full`` the sender asks "has my time run out?" first and
@@ -820,7 +820,7 @@ class OnlyWhenEmptySweeperCore(Core[T]):
 
 
 class OnlyWhenEmptySweeperQueue(Queue[T]):
-    """MUTANT (held out, issue 17): expiry notifies ``not_empty`` only when nothing was visible
+    """MUTANT (held out): expiry notifies ``not_empty`` only when nothing was visible
     before the release.
 
     The bug: "a receiver waits only when the queue is empty, so only the first message made
@@ -852,7 +852,7 @@ class UnsweptIsDeadCore(Core[T]):
 
 
 class UnsweptIsDeadQueue(_Wired[T]):
-    """MUTANT (held out, issue 17): a delivery whose deadline has passed but which the sweep
+    """MUTANT (held out): a delivery whose deadline has passed but which the sweep
     has not yet released is treated as expired: its receipt is no longer live.
 
     The bug: the guard compares the deadline with the clock ("it has timed out, so it is
@@ -885,7 +885,7 @@ class OneWakeSendBatchCore(Core[T]):
 
 
 class OneWakeSendBatchQueue(Queue[T]):
-    """MUTANT (issue 22): a ``send_batch`` wakes one blocked receiver, not one per message.
+    """MUTANT: a ``send_batch`` wakes one blocked receiver, not one per message.
 
     The bug: the batch's step reports one deliverable message, as a single send does, so the
     shell notifies one waiter. Two receivers blocked on an empty queue, a batch of two arrives:
@@ -911,7 +911,7 @@ class CompactDropsDelaysCore(Core[T]):
 
 
 class CompactDropsDelaysQueue(Queue[T]):
-    """MUTANT (issue 22): the timer heap's rebuild keeps the deadlines and drops the delays.
+    """MUTANT: the timer heap's rebuild keeps the deadlines and drops the delays.
 
     The bug: ``Core.compact`` (run when stale entries outnumber the live ones, e.g. after many
     ``change_visibility`` calls) rebuilds the heap from ``live_timers``, which here yields only
@@ -961,7 +961,7 @@ MUTANTS: Final[Mapping[str, type[Queue[Any]]]] = {cls.__name__: cls for cls in _
 
 
 # =============================================================================================
-# FIFO queues (issue 15): message groups and deduplication
+# FIFO queues (contract section 2b): message groups and deduplication
 # =============================================================================================
 
 
@@ -1115,7 +1115,7 @@ class PruneLiveDedupFifoCore(FifoCore[T]):
 
 
 class PruneLiveDedupFifoQueue(FifoQueue[T]):
-    """MUTANT (FIFO, issue 22): the dedup records' pruning drops the live records.
+    """MUTANT (FIFO): the dedup records' pruning drops the live records.
 
     The bug: past 64 records, each time their count reaches a power of two, the records whose
     window has passed should be dropped; the comparison is turned round, so the records still
@@ -1137,7 +1137,7 @@ class UncheckedWaitFifoCore(FifoCore[T]):
 
 
 class UncheckedWaitFifoQueue(FifoQueue[T]):
-    """MUTANT (FIFO, issue 22): a send that waited for room skips the dedup re-check.
+    """MUTANT (FIFO): a send that waited for room skips the dedup re-check.
 
     The bug: the duplicate test is made once, before the send waits for room; while it waits
     another sender may accept the same ``dedup_id``. Two producers retrying one message into a
@@ -1170,7 +1170,7 @@ FIFO_MUTANTS: Final[Mapping[str, type[FifoQueue[Any]]]] = {
 
 
 # =============================================================================================
-# Systems of queues (issue 25): the dead-letter move, the lock order, retention, redrive
+# Systems of queues (contract section 7): the dead-letter move, the lock order, retention, redrive
 # =============================================================================================
 #
 # Each of these is a queue of a *system* (``dead_letter=``): its bug is in a step that spans
@@ -1243,7 +1243,7 @@ class OppositeLockOrderQueue(Queue[T]):
     dead-letter queue, then moves into the source). A sweeper dead-lettering from A into B
     while a redrive moves from B into A then holds A and waits for B while the redrive holds
     B and waits for A: a deadlock, the textbook one (and ``tla/``'s opposite-order teaching
-    model). The design note's rule 7 fixes one order for every two-lock step: creation order,
+    model). Contract section 7.8 fixes one order for every two-lock step: creation order,
     the target first.
 
     Why the checks see it: ``scheduler_sweeper_vs_redrive`` (``test_system_mutants.py`` and

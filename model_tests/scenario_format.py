@@ -39,7 +39,7 @@ Choices the contract leaves open, made here and documented in ``docs/testing.md`
 - Unknown keys, duplicate keys and the non-standard JSON constants ``NaN``/``Infinity`` are
   errors, so that a typo cannot silently fall back to a default.
 
-A system of queues (issue 25, contract section 7): dead-letter targets, redrive, retention.
+A system of queues (contract section 7): dead-letter targets, redrive, retention.
 
 - ``"retention"`` (default ``null``: messages never age out) is a time > 0, the retention of
   every queue made with the scenario's settings (queue 0 and each ``["new"]``).
@@ -110,7 +110,7 @@ MAX_BATCH: Final = 10
 
 #: The options of an ``enqueue`` (or of a batch entry) that a standard queue takes.
 OPTIONS: Final = ("delay",)
-#: The options only a FIFO queue takes (contract section 2b, issue 15).
+#: The options only a FIFO queue takes (contract section 2b).
 FIFO_OPTIONS: Final = ("group", "dedup")
 #: The default deduplication interval of a FIFO queue, seconds (SQS's five minutes).
 DEDUP_INTERVAL: Final = 300.0
@@ -143,7 +143,8 @@ class Invoke:
     A receipt (``id, attempt``) names the current queue. ``advance`` moves the shared clock,
     then every queue sweeps.
 
-    The ops of issue 14: ``["enqueue", id, payload, {"delay": d}]`` is
+    The ops of delays, batches and purge (contract section 2): ``["enqueue", id, payload, {"delay":
+    d}]`` is
     ``Invoke("send", (id, payload, d))`` (``QUEUE_DEFAULT`` for the delay without the option);
     ``["enqueue_batch", [[id, payload], [id, payload, opts], ...]]`` is
     ``Invoke("send_batch", (((id, payload, delay), ...),))``; ``["reserve_batch", n, vt]`` is
@@ -152,7 +153,8 @@ class Invoke:
     ...]]`` is ``Invoke("change_visibility_batch", (((id, attempt, t), ...),))``; ``["purge"]``
     is ``Invoke("purge")``.
 
-    On a FIFO queue (issue 15) a send carries its group and dedup id after its delay (always
+    On a FIFO queue (contract section 2b) a send carries its group and dedup id after its delay
+    (always
     ``QUEUE_DEFAULT`` there): ``["enqueue", id, payload, {"group": g, "dedup": d}]`` is
     ``Invoke("send", (id, payload, QUEUE_DEFAULT, g, d))`` (``d`` is ``None`` without the
     option), and each ``enqueue_batch`` entry is such a 5-tuple.
@@ -304,7 +306,8 @@ def harness_ops(registry: Registry = REGISTRY) -> dict[str, Operation]:
 #: The ops of the format that act on no queue state: not operations of the registry.
 _OWN: Final[Mapping[str, tuple[str, ...]]] = {"dead": (), "new": (), "use": ("i",)}
 
-#: The ops of a system of queues (issue 25): not in :func:`op_table`, which lists the ops of
+#: The ops of a system of queues (contract section 7): not in :func:`op_table`, which lists the ops
+#: of
 #: one queue (the registry's and the format's own); a name in brackets may be left out.
 SYSTEM_OPS: Final[Mapping[str, tuple[str, ...]]] = {
     "redrive": ("[opts]",),

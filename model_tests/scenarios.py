@@ -261,7 +261,7 @@ def guided_ops(
     return ops
 
 
-# -- systems of queues (issue 25): a dead-letter target, redrive, retention -----------------------
+# -- systems of queues (contract section 7): a dead-letter target, redrive, retention --------------
 
 
 _ACTIVE = frozenset({spec.Status.DELAYED, spec.Status.VISIBLE, spec.Status.IN_FLIGHT})

@@ -2,7 +2,7 @@
 read through its snapshots, ``dead_letter``, ``source_of`` and ``moved_to``.
 
 ``spec.system_invariants`` states both on a ``spec.system.System``; these are the same two
-sentences checked on what ``impl`` shows (design note rule 6), so a check can run them on a
+sentences checked on what ``impl`` shows (contract section 7.7), so a check can run them on a
 queue under test with no spec beside it (the fault matrix of moves, the system mutants):
 
 - a message is *departed* from a queue when it is ``DEAD`` there and the queue has a

@@ -25,14 +25,14 @@ A batch is one op with one output: ``enqueue_batch`` ``true``/``false`` (all or 
 (an id repeated inside the batch, more entries than the capacity) is rejected, ``false``, as the
 spec rejects it: both are a batch that can never be accepted.
 
-FIFO queues (contract section 2b, issue 15): a send carries ``group`` and ``dedup`` after its
+FIFO queues (contract section 2b): a send carries ``group`` and ``dedup`` after its
 delay, and its output is ``"duplicate"`` when the queue deduplicated it (the spec returns the
 earlier message's id; ``impl.FifoQueue.send`` returns it too, told apart from an acceptance by
 the target's record of the ids each queue accepted). An ``enqueue_batch`` on a FIFO queue
 outputs a list: ``"duplicate"`` for each deduplicated entry, ``true``/``false`` for the others
 (accepted or rejected together).
 
-A system of queues (issue 25, contract section 7): with ``"dead_letter"`` queue 1 is queue 0's
+A system of queues (contract section 7): with ``"dead_letter"`` queue 1 is queue 0's
 dead-letter target. The model target is then :class:`SystemModelTarget`, queues 0 and 1 one
 ``spec.system.System``; impl's queue 0 is made with ``dead_letter=`` queue 1 (created first),
 so the two share one id space; a ``["new"]`` queue is in no system on either. ``"retention"``
@@ -732,7 +732,8 @@ class ImplTarget:
             q.sweep()
 
     def _make(self, c: QueueConfig, dead_letter: impl.BaseQueue[str] | None) -> impl.BaseQueue[str]:
-        """A queue of configuration ``c`` on the shared clock; the issue-25 keywords only when
+        """A queue of configuration ``c`` on the shared clock; the keywords of contract section 7
+        only when
         they are set, so a mutant class without them still runs every other scenario."""
         extra: dict[str, Any] = {}
         if c.retention is not None:

@@ -1,7 +1,7 @@
 """A system of named queues linked by dead-letter targets, as one value, and its transitions.
 
 The pure twin of ``tla/QueueSystem.tla`` and of ``impl``'s queues with ``dead_letter=``,
-``retention=`` and ``start_redrive`` (docs/contract.md section 7; the design note of issue 25).
+``retention=`` and ``start_redrive`` (docs/contract.md section 7).
 A :class:`System` is an immutable, hashable value: its queues in creation order, each a
 :class:`spec.state.State` with its :class:`spec.state.Config` and its dead-letter target's
 name; the system's id registry and the counter of generated ids; where each dead-lettered

@@ -8,6 +8,7 @@ comments may cite.
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Final
@@ -77,3 +78,89 @@ def test_the_import_check_sees_every_form_of_import() -> None:
     assert [h.split(":")[1] for h in hits] == ["1", "2", "3", "6"], hits
     hits = imports_of_tests("from .tests import test_schedule\n", "model_tests.lockstep")
     assert hits == ["model_tests.lockstep:1: imports model_tests.tests.test_schedule"]
+
+
+# -- what the comments cite ----------------------------------------------------------------------
+
+#: The shipped layers and the repository's own library code: their comments and docstrings cite
+#: contract sections (docs/contract.md), never issue numbers; history lives in CHANGELOG.md.
+CITING_PACKAGES: Final = ("impl", "spec", "tla", "model_tests", "sqs_endpoint", "bench", "tools")
+ISSUE_REFERENCE: Final = re.compile(r"\bissues? \d+|\bissue-\d+|\bdesign note", re.IGNORECASE)
+
+
+def issue_references(source: str, where: str) -> list[str]:
+    """Each line of ``source`` that cites an issue number or the (absent) design note."""
+    return [
+        f"{where}:{number}: {line.strip()}"
+        for number, line in enumerate(source.splitlines(), 1)
+        if ISSUE_REFERENCE.search(line)
+    ]
+
+
+def test_the_check_finds_an_issue_reference() -> None:
+    assert issue_references("x = 1\n# as issue 25 says\n", "m.py") == ["m.py:2: # as issue 25 says"]
+    assert issue_references('"""Design note rule 4."""\n', "m.py") != []
+    assert issue_references("# contract section 7.4\n", "m.py") == []
+
+
+def test_library_code_cites_contract_sections_not_issues() -> None:
+    found = [
+        hit
+        for package in CITING_PACKAGES
+        for path in library_modules(package)
+        for hit in issue_references(path.read_text(encoding="utf-8"), str(path.relative_to(ROOT)))
+    ]
+    assert found == [], "\n".join(found)
+
+
+# -- how long a function of impl/ is -------------------------------------------------------------
+
+#: The longest a function of ``impl/`` may be, in lines (its ``def`` to its last line).
+MAX_FUNCTION_LINES: Final = 60
+#: The functions of ``impl/`` over that today, with their length: the list may only shrink (a new
+#: long function, or one grown longer, fails; one shortened must leave the list).
+LONG_FUNCTIONS: Final = {
+    "impl/fifo.py:FifoQueue.send_batch": 154,
+    "impl/queue.py:Queue.send_batch": 131,
+    "impl/fifo.py:FifoQueue.send": 96,
+    "impl/shell.py:BaseQueue.change_visibility_batch": 78,
+    "impl/shell.py:BaseQueue.__init__": 74,
+    "impl/queue.py:Queue.send": 65,
+}
+
+
+def long_functions(source: str, where: str) -> dict[str, int]:
+    """``{"where:Class.function": lines}`` for each function of ``source`` over the limit."""
+    found: dict[str, int] = {}
+
+    def visit(node: ast.AST, prefix: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.ClassDef):
+                visit(child, f"{prefix}{child.name}.")
+            elif isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef):
+                assert child.end_lineno is not None
+                lines = child.end_lineno - child.lineno + 1
+                if lines > MAX_FUNCTION_LINES:
+                    found[f"{where}:{prefix}{child.name}"] = lines
+                visit(child, f"{prefix}{child.name}.")
+
+    visit(ast.parse(source), "")
+    return found
+
+
+def test_the_length_check_counts_a_long_function() -> None:
+    body = "".join(f"    x{i} = {i}\n" for i in range(MAX_FUNCTION_LINES))
+    assert long_functions(f"class C:\n  def f(self):\n{body}", "m.py") == {
+        "m.py:C.f": MAX_FUNCTION_LINES + 1
+    }
+    assert long_functions("def g():\n    return 1\n", "m.py") == {}
+
+
+def test_no_function_of_impl_grows_past_the_limit() -> None:
+    found: dict[str, int] = {}
+    for path in library_modules("impl"):
+        found |= long_functions(path.read_text(encoding="utf-8"), str(path.relative_to(ROOT)))
+    grown = {k: v for k, v in found.items() if v > LONG_FUNCTIONS.get(k, MAX_FUNCTION_LINES)}
+    assert grown == {}, f"over {MAX_FUNCTION_LINES} lines: {grown}"
+    gone = sorted(set(LONG_FUNCTIONS) - set(found))
+    assert gone == [], f"no longer over the limit: remove from LONG_FUNCTIONS: {gone}"

@@ -1,4 +1,5 @@
-"""Measure what moto's SQS does with dead-letter queues, retention and move tasks (issue 25).
+"""Measure what moto's SQS does with dead-letter queues, retention and move tasks (contract section
+7).
 
 ``python -m model_tests.conformance.measure_dlq`` runs a fixed set of probes on moto's
 in-process ``mock_aws`` with the kit's fake clock (:class:`model_tests.conformance.sqs.MotoClock`:

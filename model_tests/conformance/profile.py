@@ -167,7 +167,7 @@ def check_profile(scenario: Scenario | Mapping[str, Any]) -> list[str]:
         isinstance(op, Redrive | RedriveCancel | RedriveStatus | Aged) for op in parsed.ops
     )
     if config.dead_letter is not None or config.retention is not None or system:
-        # The relaxed oracle judges one queue at a time; a system of queues (issue 25) has
+        # The relaxed oracle judges one queue at a time; a system of queues (contract section 7) has
         # its own check.
         return [
             *reasons,

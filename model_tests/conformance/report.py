@@ -623,7 +623,7 @@ _FIFO_REDELIVERED = [
 ]
 
 #: Scenarios written to show each behaviour measured on moto 5.2.5 when the kit was built
-#: (issue 16), whatever the generator happens to draw: (what it shows, the scenario).
+#: whatever the generator happens to draw: (what it shows, the scenario).
 PROBES: Final[tuple[tuple[str, dict[str, Any]], ...]] = (
     (
         "a stale delete after the redelivery deletes the redelivered copy",

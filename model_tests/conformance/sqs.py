@@ -1041,7 +1041,7 @@ class SqsTarget:
             ]
             self._call("delete_message_batch", QueueUrl=q.dlq_url, Entries=entries)
 
-    # -- redrive and retention (issue 25) -------------------------------------------------------
+    # -- redrive and retention (contract section 7) ------------------------------------------------
 
     def _move_call(self, operation: str, **params: Any) -> Any:
         """A move-task call; ``None`` when the endpoint does not implement it (moto 5.2.5 raises

@@ -1,4 +1,5 @@
-"""The conformance kit on a system of queues: dead-letter targets, retention, move tasks (issue 25).
+"""The conformance kit on a system of queues: dead-letter targets, retention, move tasks (contract
+section 7).
 
 ``python -m model_tests.conformance.systems --endpoint moto|moto-server|impl|impl-fifo|URL
 [--strict]`` runs :data:`SCENARIOS` (each probes one rule of docs/contract.md section 7, in the

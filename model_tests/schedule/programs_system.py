@@ -1,5 +1,5 @@
-"""The controlled scheduler's programs over a system of two queues (issue 25), and which bug
-each one is for.
+"""The controlled scheduler's programs over a system of two queues (contract section 7), and
+which bug each one is for.
 
 A :class:`SystemProgram` is like :class:`model_tests.schedule.programs.Program`, over two
 queues: ``dlq`` (created first) and ``src`` (``dead_letter=dlq``, with ``max_receives``).
