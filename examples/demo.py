@@ -502,6 +502,10 @@ class Demo:
 
     def slow(self) -> None:
         vt = self.cfg.visibility_timeout
+        # The crasher receives first, so the slow consumer's message is always the second order
+        # and every run prints the same summary (the walkthrough quotes it).
+        if not self.crasher_holds.wait(PATIENCE):
+            raise TimeoutError("the crasher did not receive")
         m = self.q.receive(timeout=PATIENCE)
         self.tally.received(m)
         self.slow_delivery = (m.id, m.attempt)
