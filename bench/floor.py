@@ -52,7 +52,7 @@ from bench.cycle import (
     timed,
 )
 from impl.clock import FakeClock
-from impl.core import MAX_BATCH, Record
+from impl.machine import MAX_BATCH, Record
 from impl.queue import Queue
 
 #: The visibility timeout of every cycle: an hour, so nothing expires and no sweep runs.
@@ -327,7 +327,7 @@ def impl_parts(n: int) -> dict[str, float]:
     q: Queue[str] = Queue(visibility_timeout=HOUR, clock=FakeClock())
     q.send(BODY)
     q.receive()
-    core = q._core
+    core = q.machine
     rec = next(iter(core.in_flight.values()))
     timer = core.timers[0]
     ids = [f"msg-{i}" for i in range(n)]

@@ -94,7 +94,7 @@ class _Loaded:
         try:
             with self.q.mutex:
                 t0 = time.perf_counter()
-                self.q._core.compact()
+                self.q.machine.compact()
                 return time.perf_counter() - t0
         finally:
             gc.enable()

@@ -34,7 +34,7 @@ from impl.message import (
 )
 from impl.queue import Queue
 from impl.redrive import RedriveStatus, RedriveTask
-from impl.shell import BaseQueue, TraceStep
+from impl.threaded import BaseQueue, TraceStep
 
 __all__ = [
     "AsyncFifoQueue",

@@ -1,259 +1,420 @@
-"""The asyncio shell: ``impl.AsyncQueue`` and ``impl.AsyncFifoQueue``, on the same core.
+"""The asyncio driver: ``impl.AsyncQueue`` and ``impl.AsyncFifoQueue`` drive the queue machine
+from one event loop.
 
-An asyncio queue here is the threaded shell's non-blocking half plus a wait on a future (as
-Trio's ``send`` is ``send_nowait`` plus a wait). Each :class:`AsyncQueue` holds an inner shell
-queue (a private subclass of :class:`impl.Queue` or :class:`impl.FifoQueue` that overrides only
-the shell's seams, never a public method) and calls its public methods with ``block=False``.
-When one raises :class:`impl.Empty` (or :class:`impl.Full`) and the caller may wait, the task
-awaits a waiter future of the condition, then tries again. So every queue transition is the
-threaded queue's own code, with the same arguments, results, exceptions and trace.
+The same machine as the threaded driver (``impl/machine.py``, ``impl/fifo_machine.py``), driven
+by the same loop (``impl/threaded.py``: step, and while Blocked wait and step again, then apply
+the outcome), with the two things a loop does differently:
 
-Who wakes whom. The inner queue's conditions ``not_empty`` and ``not_full`` are
-:class:`_Waiters`: a FIFO of the futures of the tasks waiting on them. Every wakeup of a
-transition goes through the shell's ``_notify(cond)``, which calls ``cond.notify()``, which
-calls :meth:`AsyncQueue._wake_next`: the first pending future is resolved (``set_result``). The
-shell's arithmetic is unchanged: one wakeup per unit a step made available, all of them at
-shutdown, all senders while a ``send_batch`` waits (``impl/shell.py``).
+- **Waits are futures.** A task that cannot take its step awaits a future of the condition it
+  waits on (:class:`Waiters`: ``not_empty``, ``not_full``), in the order tasks began to wait.
+  An outcome's effects resolve the first pending futures, one per unit it made available
+  (:class:`impl.driver.Wakeups`, the arithmetic the threaded driver uses), all at shutdown.
+- **Timers are one loop timer**, aimed at the machine's earliest due timer, re-aimed after each
+  round and before every step that arms an earlier one (the machine's ``before_timer`` veto
+  point: arming can fail, the clock's ``call_at``, and then the step changes nothing). On a
+  clock with ``call_at`` (:class:`impl.FakeClock`) the timer is a callback of the clock, run
+  when a test advances it (on the loop's thread at once, from another thread through
+  ``loop.call_soon_threadsafe``); on the real clock it is ``loop.call_at``. A round that fails
+  changed nothing; it is logged, counted in ``health()`` and retried after a backoff on the
+  clock (``impl.sweeper.backoff``); what the timer cannot go on without ends it, reported the
+  same way, until the next step that arms a timer, ``sweep()`` or ``health()``.
 
-Cancellation (the asyncio version of the lost wakeup). A woken task delivers in its own step
-after it resumes: there is no ``await`` between the core step and the return, so a task
+Cancellation (contract section 8; the asyncio version of the lost wakeup). A woken task takes
+its step itself after it resumes: no ``await`` lies between the step and the return, so a task
 cancelled at its await (``Task.cancel``, ``asyncio.timeout``, ``wait_for``, a failing task
-group) has taken nothing. If its future had already been resolved, the wakeup it took is
-passed on (:meth:`AsyncQueue._pass_on`), as asyncio's own ``Queue`` does with
-``_wakeup_next``; otherwise its future is simply withdrawn. So no message is in flight without a
-task that holds its delivery (``HeldDeliveries``), and no waiter sleeps while what it waits for
-is there (``NoSleepingWaiter``). ``model_tests/aio/mutants.py`` breaks each half on purpose.
-
-Time. The threaded shell's sweeper thread is replaced by one loop timer for the earliest due
-time (``core.next_due()``), re-armed after each round and whenever an earlier timer is armed;
-never a polling task. On a clock with ``call_at`` (:class:`impl.FakeClock`) the timer is a
-callback of the clock, run when a test advances it (on the loop's thread at once, from another
-thread through ``loop.call_soon_threadsafe``); on the real clock it is ``loop.call_at``, the two
-being monotonic clocks of the same machine. A ``timeout=`` is a timer of the same kind that
-wakes the waiter, which then re-checks its predicate before raising.
-
-Faults (``docs/failure-model.md``). Arming the loop timer can fail (the clock's ``call_at``), so
-it is done before the step that needs it commits, where the threaded shell starts its sweeper
-(:meth:`_AsyncBase._arming`): a call whose arming fails raises that exception and changes
-nothing. After the commit there is nothing left to arm. The timer's round keeps the sweeper
-thread's promise: a round that fails changed nothing, is logged and counted in ``health()``, and
-is retried after a backoff on the clock (``impl.sweeper.backoff``); what the timer cannot go on
-without (its re-arming ``call_at``, the clock read for the backoff, ``KeyboardInterrupt``, which
-is re-raised) ends it, reported the same way, until the next step that arms a timer,
-``sweep()`` or ``health()`` arms it again.
+group) has taken nothing. If its future had already been resolved, the wakeup it took is passed
+on (:meth:`Futures.pass_on`), as asyncio's own ``Queue`` does with ``_wakeup_next``;
+otherwise its future is withdrawn. So no message is in flight without a task that holds its
+delivery (``HeldDeliveries``), and no waiter sleeps while what it waits for is there
+(``NoSleepingWaiter``): ``tla/AsyncQueue.tla``; ``model_tests/aio`` breaks each half on purpose.
 
 Threads. An AsyncQueue is bound to the event loop that first waits on it or arms a timer for it
 (``RuntimeError`` from another loop) and, like ``asyncio.Queue``, is not thread-safe: call it
-from that loop's thread.
+from that loop's thread. It holds no lock.
 """
 
 from __future__ import annotations
 
 import asyncio
-import math
+import contextlib
+import logging
 import threading
 import weakref
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Sequence
 from types import TracebackType
-from typing import Any, Final, Generic, Literal, Self, TypeVar, cast
+from typing import Any, ClassVar, Final, Generic, Literal, Self
 
-from impl.clock import Clock
-from impl.core import T
+from impl.clock import Clock, MonotonicClock, check_clock
+from impl.driver import (
+    BATCH_SENDERS,
+    QUEUE_DEFAULT,
+    Default,
+    Wakeups,
+    check_batch,
+    check_changes,
+    check_destination,
+    check_entries,
+    check_fifo_entries,
+    check_name,
+    check_rate,
+    check_receipts,
+    check_retention,
+    check_target,
+    driver_of,
+    not_a_receipt,
+    weakly,
+)
 from impl.errors import Empty, Full, ShutDown
-from impl.fifo import FifoQueue
+from impl.fifo_machine import FifoMachine
+from impl.forking import new_token
+from impl.machine import MAX_BATCH, Machine, T
 from impl.message import Entry, Health, Message, Receipt, Snapshot, Stats
-from impl.queue import Queue
+from impl.outcome import NOTHING, SHUT, Blocked, Effect, Outcome, TraceStep
 from impl.redrive import RedriveTask
-from impl.shell import BATCH_SENDERS, QUEUE_DEFAULT, BaseQueue, Default, TraceStep
-from impl.sweeper import backoff, log
-from impl.validate import check_bool, check_later, check_time
+from impl.sweeper import backoff
+from impl.system import System
+from impl.validate import (
+    INF,
+    check_bool,
+    check_callable,
+    check_id,
+    check_int,
+    check_later,
+    check_optional_int,
+    check_optional_time,
+    check_time,
+)
 
-__all__ = ["AsyncFifoQueue", "AsyncQueue"]
+__all__ = ["AsyncFifoQueue", "AsyncQueue", "Futures", "Waiters"]
 
-R = TypeVar("R")
-INF: Final = math.inf
-
-
-class _Waiters:
-    """Stands in for a ``threading.Condition`` of the inner queue: the futures of the tasks
-    waiting on it, oldest first. ``notify`` and ``notify_all`` are what the shell calls."""
-
-    __slots__ = ("futures", "owner")
-
-    def __init__(self) -> None:
-        self.futures: deque[asyncio.Future[Any]] = deque()
-        self.owner: weakref.ReferenceType[_AsyncBase[Any]] | None = None
-
-    def notify(self, n: int = 1) -> None:
-        owner = None if self.owner is None else self.owner()
-        for _ in range(n):
-            if owner is not None:
-                owner._wake_next(self)
-            else:
-                _resolve_first(self.futures)
-
-    def notify_all(self) -> None:
-        # Shutdown and close: every waiting task wakes (it then raises ShutDown).
-        while any(not f.done() for f in self.futures):
-            self.notify()
-
+#: Where the loop timer's failures and deaths are reported (the sweeper's logger).
+log = logging.getLogger("impl.queue")
 
 #: What a wait's own timeout timer resolves its future with: a wakeup no waker gave.
 _TIMED_OUT: Final = object()
 
 
-def _resolve_first(futures: deque[asyncio.Future[Any]], result: object = None) -> bool:
-    """Resolve the first pending future of ``futures`` (dropping the done ones before it)."""
-    while futures:
-        fut = futures.popleft()
-        if not fut.done():
-            fut.set_result(result)
-            return True
-    return False
+class Waiters:
+    """A condition of the asyncio driver: the futures of the tasks waiting on it, oldest first.
+
+    A future a waker resolved is popped by it. A withdrawn one (a cancelled task, a wait that
+    timed out) stays in the FIFO, skipped by every waker, until withdrawn ones are half of it:
+    then the FIFO is compacted to :meth:`live`. So a wakeup and a withdrawal cost O(1)
+    amortized however many tasks wait (a scan of the FIFO for each is quadratic)."""
+
+    __slots__ = ("futures", "name")
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.futures: deque[asyncio.Future[Any]] = deque()
+
+    def resolve_first(self, result: object = None) -> bool:
+        """Resolve the first pending future (dropping the done ones before it)."""
+        futures = self.futures
+        while futures:
+            fut = futures.popleft()
+            if not fut.done():
+                fut.set_result(result)
+                return True
+        return False
+
+    def live(self) -> list[asyncio.Future[Any]]:
+        """What the compaction keeps: the pending futures, oldest first."""
+        return [f for f in self.futures if not f.done()]
+
+    def compact(self, waiting: int) -> None:
+        """Drop the withdrawn futures once they are half of the FIFO (``waiting`` wait)."""
+        if len(self.futures) > 2 * waiting + 16:
+            live = self.live()
+            self.futures.clear()
+            self.futures.extend(live)
 
 
-class _LoopTimer(threading.Thread):
-    """What the inner queue's ``_sweeper`` holds once its timer is started: no thread is ever
-    started; ``join`` returns at once (``close`` joins its sweeper)."""
+class Futures(Wakeups):
+    """An asyncio queue's two conditions, ``not_empty`` and ``not_full``, as :class:`Waiters`,
+    how many tasks wait on each, and what a wakeup is: resolving the first pending future.
+    (:class:`impl.driver.Wakeups` says how many a step wakes.) A mutant of the waits names
+    another class (``AsyncQueue.conditions_class``)."""
 
-    def join(self, timeout: float | None = None) -> None:
-        return None
+    #: The FIFO of futures each condition keeps.
+    waiters_class: ClassVar[type[Waiters]] = Waiters
 
+    def __init__(self) -> None:
+        self.not_empty = self.waiters_class("not_empty")
+        self.not_full = self.waiters_class("not_full")
+        self.waiting = {self.not_empty: 0, self.not_full: 0, BATCH_SENDERS: 0}
 
-class _LoopSeams:
-    """The seams of the threaded shell, overridden for an event loop (mixed into the inner
-    queue classes). Called with the inner queue's ``mutex`` held, as the shell calls them."""
+    def notify(self, cond: Waiters) -> None:
+        """Wake one task waiting on ``cond`` (every task waiting on ``not_full`` while a
+        ``send_batch`` waits there)."""
+        if self.waiting[cond]:
+            if cond is self.not_full and self.waiting[BATCH_SENDERS]:
+                self.notify_all(cond)
+            else:
+                cond.resolve_first()
 
-    _outer: weakref.ReferenceType[_AsyncBase[Any]]
+    def notify_all(self, cond: Waiters) -> None:
+        """Wake every task waiting on ``cond`` (shutdown)."""
+        while cond.resolve_first():
+            pass
 
-    def _make_sync(self) -> None:
-        q = cast(BaseQueue[Any], self)
-        q.mutex = threading.RLock()
-        q.not_empty = cast(threading.Condition, _Waiters())
-        q.not_full = cast(threading.Condition, _Waiters())
-        q.new_deadline = cast(threading.Condition, _Waiters())
-        q._waiting = q._new_waiting()
-        outer = getattr(self, "_outer", None)
-        if outer is not None:  # after a fork: the new conditions belong to the same shell
-            for cond in (q.not_empty, q.not_full, q.new_deadline):
-                cast(_Waiters, cond).owner = outer
-
-    def _start_sweeper(self) -> None:
-        # No thread: the loop timer. The shell calls this before a step that arms a timer
-        # commits (the outer queue makes it do so for every such step, see _AsyncBase._arming),
-        # so arming the loop timer here can fail and veto the step: nothing has changed yet.
-        q = cast(BaseQueue[Any], self)
-        if q._closed:
-            return
-        outer = self._outer()
-        if outer is not None:
-            outer._timer_ready()
-            outer._pre_arm()
-        q._sweeper = _TIMER
-
-    def _aim(self, due: float) -> None:
-        # After the commit: the loop timer was armed before it, due no later than ``due``
-        # (_AsyncBase._arming); only a step that could not be armed for is armed here.
-        outer = self._outer()
-        if outer is not None and not cast(BaseQueue[Any], self)._closed:
-            outer._aim(due)
-
-    def _prepare_release(self, dying: bool, now: float | None = None) -> float:
-        # Before a release that may move a message into the target commits: a move into a
-        # target with a retention starts a retention timer there, due at the message's enqueue
-        # time + the retention, which it keeps and which may have passed already; the target's
-        # loop timer due by ``now`` covers it (one already reached runs at the next move of the
-        # clock), so it is armed first and its failure vetoes the release.
-        q = cast(BaseQueue[Any], self)
-        at = super()._prepare_release(dying, now)  # type: ignore[misc]
-        target = q._dlq
-        if dying and target is not None and target._core.retention is not None:
-            outer = _outer_of(target)
-            if outer is not None and not target._closed:
-                outer._pre_arm(at)
-        return cast(float, at)
-
-
-#: What the inner queue's ``_sweeper`` holds while its loop timer is alive (one for all).
-_TIMER: Final = _LoopTimer(name="impl.AsyncQueue-timer")
-
-
-class _LoopQueue(_LoopSeams, Queue[Any]):
-    """The inner queue of an :class:`AsyncQueue`."""
-
-
-class _LoopFifoQueue(_LoopSeams, FifoQueue[Any]):
-    """The inner queue of an :class:`AsyncFifoQueue`."""
+    def pass_on(self, cond: Waiters) -> None:
+        """A task woken on ``cond`` was cancelled before it took its step: wake the next one
+        (contract section 8: a cancelled task passes on the wakeup it took)."""
+        self.notify(cond)
 
 
 class _AsyncBase(Generic[T]):
     """What :class:`AsyncQueue` and :class:`AsyncFifoQueue` share: everything but the sends."""
 
-    _q: BaseQueue[Any]
+    #: The machine this driver runs, and its conditions (a mutant names broken ones).
+    machine_class: ClassVar[type[Machine[Any]]] = Machine
+    conditions_class: ClassVar[type[Futures]] = Futures
 
-    def _setup(self, inner: BaseQueue[Any]) -> None:
-        self._q = inner
-        inner._outer = weakref.ref(self)  # type: ignore[attr-defined]
-        ref = weakref.ref(self)
-        conds = (inner.not_empty, inner.not_full, inner.new_deadline)
-        for cond in conds:
-            cast(_Waiters, cond).owner = ref
-        #: The waiter futures of each condition, oldest first (what the seams work on).
-        self._waiters: dict[object, deque[asyncio.Future[Any]]] = {
-            cond: cast(_Waiters, cond).futures for cond in conds
-        }
+    machine: Machine[T]
+
+    def _setup(
+        self,
+        capacity: int | None,
+        visibility_timeout: float | None,
+        max_receives: int | None,
+        delay: float,
+        clock: Clock | None,
+        dead_letter: _AsyncBase[T] | None,
+        retention: float | None,
+        name: str | None,
+    ) -> None:
+        capacity = check_optional_int("capacity", capacity, 0)
+        self._visibility_timeout = check_optional_time("visibility_timeout", visibility_timeout)
+        max_receives = check_optional_int("max_receives", max_receives, 1)
+        self._delay = check_time("delay", delay)
+        if clock is None and isinstance(dead_letter, _AsyncBase):
+            clock = dead_letter.clock
+        self._clock: Clock = MonotonicClock() if clock is None else check_clock("clock", clock)
+        kept = check_retention(retention)
+        self._check_dead_letter(dead_letter, max_receives)
+        if name is not None:
+            check_name(name, None if dead_letter is None else dead_letter.machine)
+        self._token = new_token()
+        m = self._new_machine(capacity, max_receives, kept)
+        self.machine = m
+        if name is not None:
+            m.name = name
+        m.owner = weakref.ref(self)
+        m.on_effect = weakly(self._moved_in)
+        m.before_timer = weakly(self._before_timer)
+        self._dead_letter = dead_letter
+        self._waits = self.conditions_class()
+        self._closed = False
+        self._trace: Callable[[TraceStep], None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread: int | None = None
-        # The one loop timer: its due time and handle (None: none armed).
+        # The one loop timer: its due time and handle (None: none armed); whether it is alive
+        # (False until the first timer, and after a death until the next step that arms one).
         self._armed: float | None = None
-        self._handle: asyncio.TimerHandle | Any | None = None
-        self._failures_in_a_row = 0
-        # Whether the loop timer is alive (armed when a timer is): False until the first timer,
-        # and after a death (_died) until the next step that arms one.
+        self._handle: Any = None
         self._alive = False
-        # The latest reading of the clock here (a lower bound of every later one), the floor
-        # the step in progress arms the loop timer by (_arming), whether its round is running.
-        self._seen = -INF
-        self._floor: float | None = None
         self._in_round = False
+        self._failures_in_a_row = 0
+        self._failures: tuple[int, BaseException | None] = (0, None)
+        if dead_letter is not None:
+            System.of(dead_letter.machine, dead_letter.name).join(m, dead_letter.machine, m.name)
 
-    # -- configuration, as the threaded queue's ---------------------------------------------------
+    def _new_machine(
+        self, capacity: int | None, max_receives: int | None, retention: float | None
+    ) -> Machine[T]:
+        machine: Machine[T] = self.machine_class(self._token, capacity, max_receives, retention)
+        return machine
+
+    def _check_dead_letter(self, target: object, max_receives: int | None) -> None:
+        if target is None:
+            return
+        if not isinstance(target, type(self)):
+            raise TypeError(
+                f"dead_letter must be an impl.{type(self).__name__}, got {type(target).__name__}"
+            )
+        check_target(self.machine_class, target.machine, max_receives)
+        if target.clock is not self._clock:
+            raise ValueError(
+                "dead_letter must use the same clock object as this queue (its moves and "
+                "retention read one time)"
+            )
+        if target.closed:
+            raise ValueError(f"dead_letter {target.name!r} is closed")
+
+    # -- configuration, as the threaded queue's -------------------------------------------------
 
     @property
     def clock(self) -> Clock:
-        return self._q.clock
+        return self._clock
 
     @property
     def capacity(self) -> int | None:
-        return self._q.capacity
+        return self.machine.capacity
 
     @property
     def visibility_timeout(self) -> float | None:
-        return self._q.visibility_timeout
+        return self._visibility_timeout
 
     @property
     def max_receives(self) -> int | None:
-        return self._q.max_receives
+        return self.machine.max_receives
 
     @property
     def delay(self) -> float:
-        return self._q.delay
+        return self._delay
 
     @property
     def name(self) -> str:
-        return self._q.name
+        return self.machine.name
 
     @property
     def retention(self) -> float | None:
-        return self._q.retention
+        return self.machine.retention
 
     @property
     def dead_letter(self) -> _AsyncBase[T] | None:
-        target = self._q.dead_letter
-        return None if target is None else _outer_of(target)
+        return self._dead_letter
 
-    # -- the blocking operations: the non-blocking step plus a wait -------------------------------
+    @property
+    def token(self) -> int:
+        return self._token
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    @property
+    def waiting(self) -> tuple[int, int]:
+        """How many calls wait now: ``(receivers, senders)`` (a receive for a deliverable
+        message, a send for room). For tests and monitoring: an idle queue's is ``(0, 0)``."""
+        waiting = self._waits.waiting
+        return waiting[self._waits.not_empty], waiting[self._waits.not_full]
+
+    # -- the one loop ---------------------------------------------------------------------------
+
+    def _apply(self, out: Outcome) -> None:
+        """Do what a committed step's outcome says (as the threaded driver's ``_apply``)."""
+        if out.receivers or out.senders:
+            self._waits.wake(out.receivers, out.senders)
+        if out.due is not None:
+            self._aim(out.due)
+        if out.elsewhere:
+            for effect in out.elsewhere:
+                effect.queue.on_effect(effect)
+        self.machine.check()
+
+    def _moved_in(self, effect: Effect) -> None:
+        """Another queue's step changed this one (a move in): its effects here."""
+        if effect.receivers or effect.senders:
+            self._waits.wake(effect.receivers, effect.senders)
+        if effect.due is not None:
+            self._aim(effect.due)
+        self.machine.check()
+
+    async def _until(
+        self,
+        step: Callable[[float], Outcome | Blocked],
+        out: Outcome | Blocked,
+        block: bool,
+        wait: float | None,
+        op: str,
+        n: int = 1,
+    ) -> Outcome:
+        """While ``out`` is Blocked, raise or await a waiter future of its condition, then
+        ``step`` again (the threaded driver's ``_until``, awaiting instead of blocking)."""
+        waits = self._waits
+        cond = waits.not_empty if out is NOTHING else waits.not_full
+        batch = op == "send_batch"
+        endtime: float | None = None
+        while isinstance(out, Blocked):
+            if out is SHUT:
+                raise ShutDown(self._shut_message(op))
+            if not block:
+                raise self._refusal(op, None, n)
+            now = self._clock.now()
+            if endtime is None and wait is not None:
+                endtime = check_later("timeout", now, wait)
+            if endtime is not None and now >= endtime:
+                raise self._refusal(op, wait, n)
+            if batch:  # counted, so that every wakeup of not_full wakes every sender
+                waits.waiting[BATCH_SENDERS] += 1
+            try:
+                got = await self._wait(cond, endtime)
+            finally:
+                if batch:
+                    waits.waiting[BATCH_SENDERS] -= 1
+            if isinstance(got, Outcome):  # a waker took the step for us (never the drivers')
+                out = got
+                continue
+            try:
+                out = step(self._clock.now())
+            except BaseException:
+                waits.notify(cond)  # a wakeup may have been ours: pass it on
+                raise
+        assert isinstance(out, Outcome)
+        return out
+
+    def _shut_message(self, op: str) -> str:
+        if op.startswith("receive"):
+            return f"receive on a shut-down queue with nothing {self.machine.ready_word}"
+        return f"{op} on a queue that has been shut down"
+
+    def _refusal(self, op: str, wait: float | None, n: int) -> Exception:
+        if op.startswith("receive"):
+            word = self.machine.ready_word
+            if wait is None:
+                return Empty(f"no message is {word}")
+            return Empty(f"no message became {word} within {wait} seconds")
+        if op == "send_batch":
+            if wait is None:
+                return Full(f"the queue has no room for {n} more messages")
+            return Full(f"no room for {n} messages within {wait} seconds")
+        if wait is None:
+            return Full("the queue is at capacity")
+        return Full(f"no room within {wait} seconds")
+
+    def _step(self, step: Callable[[float], Outcome | Blocked], cond: Waiters) -> Any:
+        """The first step of an operation that may wait; one that raises passes on a wakeup
+        this task may have been given (none, usually)."""
+        try:
+            return step(self._clock.now())
+        except BaseException:
+            self._waits.notify(cond)
+            raise
+
+    async def _wait(self, cond: Waiters, deadline: float | None) -> object:
+        """Await a new waiter future of ``cond`` (until ``deadline`` on the clock, if given),
+        and return what it was resolved with: ``None`` from a wakeup or a timeout (the caller
+        steps again). Cancelled: withdraw the future, or pass its wakeup on if a waker had
+        resolved it."""
+        loop = self._get_loop()
+        fut: asyncio.Future[Any] = loop.create_future()
+        timer = None
+        if deadline is not None:  # first: a call_at that fails leaves no waiter behind
+            timer = self._call_at(deadline, lambda: _resolve(fut, _TIMED_OUT))
+        cond.futures.append(fut)
+        waiting = self._waits.waiting
+        waiting[cond] += 1
+        try:
+            got = await fut
+            return None if got is _TIMED_OUT else got
+        except asyncio.CancelledError:
+            # Pass on a wakeup a waker gave (it was meant for a waiter); not the one this
+            # wait's own timer gave, which woke nobody else's turn.
+            if fut.done() and not fut.cancelled() and fut.result() is not _TIMED_OUT:
+                self._waits.pass_on(cond)
+            raise
+        finally:
+            waiting[cond] -= 1
+            if timer is not None:
+                timer.cancel()
+            if not fut.done():
+                fut.cancel()
+            cond.compact(waiting[cond])
+
+    # -- receiving and acting on deliveries -------------------------------------------------
 
     async def receive(
         self,
@@ -264,26 +425,25 @@ class _AsyncBase(Generic[T]):
     ) -> Message[T]:
         """As :meth:`impl.Queue.receive`, awaiting instead of blocking. Cancelled while it
         waits, it has delivered nothing and passes on any wakeup it took."""
-        block, timeout = _check_wait(block, timeout)
-        q = self._q
-        vt = q.visibility_timeout if visibility_timeout is QUEUE_DEFAULT else visibility_timeout
-        endtime: float | None = None
-        while True:
-            try:
-                return self._arming(
-                    vt, lambda: q.receive(block=False, visibility_timeout=visibility_timeout)
-                )
-            except Empty:
-                if not block:
-                    raise
-            endtime = self._endtime(endtime, timeout, Empty, "no message became deliverable")
-            got = await self._wait(q.not_empty, endtime)
-            if isinstance(got, Message):  # a handed-over delivery (see _wait)
-                return got
+        if block is not True and block is not False:
+            check_bool("block", block)
+        if timeout is not None and not (type(timeout) is float and 0.0 <= timeout < INF):
+            timeout = check_time("timeout", timeout)
+        if visibility_timeout is QUEUE_DEFAULT:
+            vt = self._visibility_timeout
+        else:
+            vt = check_optional_time("visibility_timeout", visibility_timeout)
+        m = self.machine
+        out = self._step(lambda now: m.receive(now, vt), self._waits.not_empty)
+        if isinstance(out, Blocked):
+            out = await self._until(lambda now: m.receive(now, vt), out, block, timeout, "receive")
+        self._apply(out)
+        message: Message[T] = out.result
+        return message
 
     async def receive_batch(
         self,
-        max_messages: int = 10,
+        max_messages: int = MAX_BATCH,
         *,
         block: bool = True,
         timeout: float | None = None,
@@ -291,126 +451,186 @@ class _AsyncBase(Generic[T]):
     ) -> list[Message[T]]:
         """As :meth:`impl.Queue.receive_batch`, awaiting instead of blocking (cancellation as
         :meth:`receive`)."""
-        block, timeout = _check_wait(block, timeout)
-        q = self._q
-        vt = q.visibility_timeout if visibility_timeout is QUEUE_DEFAULT else visibility_timeout
-        endtime: float | None = None
-        while True:
-            try:
-                return self._arming(
-                    vt,
-                    lambda: q.receive_batch(
-                        max_messages, block=False, visibility_timeout=visibility_timeout
-                    ),
-                )
-            except Empty:
-                if not block:
-                    raise
-            endtime = self._endtime(endtime, timeout, Empty, "no message became deliverable")
-            got = await self._wait(q.not_empty, endtime)
-            if isinstance(got, Message):
-                return [got]
+        n = check_int("max_messages", max_messages, 1)
+        if n > MAX_BATCH:
+            raise ValueError(f"max_messages must be <= {MAX_BATCH}, got {n!r}")
+        block = check_bool("block", block)
+        timeout = check_optional_time("timeout", timeout)
+        if visibility_timeout is QUEUE_DEFAULT:
+            vt = self._visibility_timeout
+        else:
+            vt = check_optional_time("visibility_timeout", visibility_timeout)
+        m = self.machine
+        step = lambda now: m.receive_batch(now, n, vt)  # noqa: E731
+        out = self._step(step, self._waits.not_empty)
+        if isinstance(out, Blocked):
+            out = await self._until(step, out, block, timeout, "receive_batch")
+        self._apply(out)
+        messages: list[Message[T]] = out.result
+        return messages
 
-    async def _send_waiting(
-        self,
-        attempt: Callable[[], Any],
-        block: bool,
-        timeout: float | None,
-        batch: bool,
-        offset: object,
-    ) -> Any:
-        # Every send: the non-blocking step, else a wait on not_full, then the step again.
-        # ``offset``: how long after its time the earliest timer a step may arm is due.
-        q = self._q
-        endtime: float | None = None
-        while True:
-            try:
-                return self._arming(offset, attempt)
-            except Full:
-                if not block:
-                    raise
-            endtime = self._endtime(endtime, timeout, Full, "no room")
-            if not batch:
-                await self._wait(q.not_full, endtime)
-                continue
-            # Counted, so that the shell wakes every sender while a batch may need several slots.
-            q._waiting[BATCH_SENDERS] += 1
-            try:
-                await self._wait(q.not_full, endtime)
-            finally:
-                q._waiting[BATCH_SENDERS] -= 1
+    def delete(self, receipt: Receipt) -> bool:
+        """As :meth:`impl.Queue.delete`."""
+        if not isinstance(receipt, Receipt):
+            raise not_a_receipt(receipt)
+        result: bool = self._act(self.machine.delete(self._clock.now(), receipt))
+        return result
 
-    def _endtime(
-        self, endtime: float | None, timeout: float | None, error: type[Exception], what: str
-    ) -> float | None:
-        # The end of the wait, fixed at the first time the step could not go ahead; raise the
-        # threaded queue's exception once it has passed.
-        if timeout is None:
+    def delete_batch(self, receipts: Sequence[Receipt]) -> list[bool]:
+        """As :meth:`impl.Queue.delete_batch`."""
+        batch = check_receipts(receipts)
+        result: list[bool] = self._act(self.machine.delete_batch(self._clock.now(), batch))
+        return result
+
+    def retry(self, receipt: Receipt) -> bool:
+        """As :meth:`impl.Queue.retry`."""
+        if not isinstance(receipt, Receipt):
+            raise not_a_receipt(receipt)
+        result: bool = self._act(self.machine.retry(self._clock.now(), receipt))
+        return result
+
+    def change_visibility(self, receipt: Receipt, timeout: float) -> bool:
+        """As :meth:`impl.Queue.change_visibility`."""
+        if not isinstance(receipt, Receipt):
+            raise not_a_receipt(receipt)
+        t = check_time("timeout", timeout)
+        result: bool = self._act(self.machine.change_visibility(self._clock.now(), receipt, t))
+        return result
+
+    def change_visibility_batch(self, changes: Sequence[tuple[Receipt, float]]) -> list[bool]:
+        """As :meth:`impl.Queue.change_visibility_batch`."""
+        checked = check_changes(changes)
+        result: list[bool] = self._act(
+            self.machine.change_visibility_batch(self._clock.now(), checked)
+        )
+        return result
+
+    def cancel(self, id: str) -> bool:
+        """As :meth:`impl.Queue.cancel`."""
+        id = check_id("id", id)
+        result: bool = self._act(self.machine.cancel(self._clock.now(), id))
+        return result
+
+    def purge(self) -> int:
+        """As :meth:`impl.Queue.purge`."""
+        result: int = self._act(self.machine.purge(self._clock.now()))
+        return result
+
+    def _act(self, out: Outcome) -> Any:
+        self._apply(out)
+        return out.result
+
+    def receipt(self, id: str, attempt: int) -> Receipt:
+        """As :meth:`impl.Queue.receipt`."""
+        return Receipt(self._token, check_id("id", id), check_int("attempt", attempt, 0))
+
+    def sweep(self) -> None:
+        """As :meth:`impl.Queue.sweep`: fire every timer due now (and re-arm the loop timer if
+        it had died)."""
+        now = self._clock.now()
+        if not self._alive and len(self.machine.timers) and not self._closed:
+            self._before_timer(now)  # before the sweep commits: a failed arming changes nothing
+        self._fire_due(now)
+
+    def _fire_due(self, now: float) -> None:
+        m = self.machine
+        while (out := m.fire_due(now)) is not None:
+            self._apply(out)
+        m.check()
+
+    # -- the trace, observation -----------------------------------------------------------------
+
+    def record_trace(self, sink: Callable[[TraceStep], None] | None) -> None:
+        """As :meth:`impl.Queue.record_trace`."""
+        if sink is not None:
+            check_callable("sink", sink)
+        self._trace = sink
+        self.machine.before_step = None if sink is None else weakly(self._record)
+
+    def _record(self, step: TraceStep) -> None:
+        if self._trace is not None:
+            self._trace(step)
+
+    def dead_letters(self) -> list[Message[T]]:
+        return [r.message() for r in self.machine.dead]
+
+    def stats(self) -> Stats:
+        return self.machine.stats()
+
+    def snapshot(self) -> Snapshot[T]:
+        return self.machine.snapshot()
+
+    def aged_out(self) -> list[str]:
+        return list(self.machine.aged)
+
+    def source_of(self, id: str) -> _AsyncBase[T] | None:
+        source = System.source_of(self.machine, check_id("id", id))
+        return None if source is None else driver_of(source)
+
+    def moved_to(self, id: str) -> tuple[_AsyncBase[T], str] | None:
+        hit = self.machine.moved.get(check_id("id", id))
+        if hit is None:
             return None
-        now = self._q.clock.now()
-        if endtime is None:
-            endtime = check_later("timeout", now, timeout)
-        if now >= endtime:
-            raise error(f"{what} within {timeout} seconds")
-        return endtime
+        ref, new_id = hit
+        dest = ref() if isinstance(ref, weakref.ref) else None
+        queue = None if dest is None else driver_of(dest)
+        return None if queue is None else (queue, new_id)
 
-    # -- seams: every wait, every wakeup, every passed-on wakeup ----------------------------------
+    def health(self) -> Health:
+        """As :meth:`impl.Queue.health`: ``sweeper_running`` is the loop timer's life."""
+        due = self.machine.next_due()
+        armed = due is not None
+        if not self._alive and armed and not self._closed:
+            try:
+                assert due is not None
+                self._before_timer(due)
+            except Exception as e:
+                self._failures = (self._failures[0], e)
+        return Health(
+            sweeper_running=self._alive,
+            sweeper_failures=self._failures[0],
+            last_error=self._failures[1],
+            expiry_stalled=armed and not self._closed and not self._alive,
+        )
 
-    async def _wait(self, cond: object, deadline: float | None) -> object:
-        """Await a new waiter future of ``cond`` (until ``deadline`` on the clock, if given) and
-        return what it was resolved with: ``None`` from a wakeup or a timeout (the caller
-        re-checks its step); a ``Message`` only from a waker that delivered on the waiter's
-        behalf, which this shell never does (``model_tests/aio/mutants.py`` does, to show why).
-        Cancelled: withdraw the future, or pass its wakeup on if it was already resolved."""
-        loop = self._get_loop()
-        fut: asyncio.Future[Any] = loop.create_future()
-        timer = None
-        if deadline is not None:  # first: a call_at that fails leaves no waiter behind
-            timer = self._call_at(deadline, lambda: _resolve_first(deque([fut]), _TIMED_OUT))
-        waiters = self._waiters[cond]
-        waiters.append(fut)
-        q = self._q
-        q._waiting[cond] += 1
-        try:
-            got = await fut
-            return None if got is _TIMED_OUT else got
-        except asyncio.CancelledError:
-            # Pass on a wakeup a waker gave (it was meant for a waiter); not the one this
-            # wait's own timer gave, which woke nobody else's turn.
-            if fut.done() and not fut.cancelled() and fut.result() is not _TIMED_OUT:
-                self._pass_on(cond)
-            raise
-        finally:
-            q._waiting[cond] -= 1
-            if timer is not None:
-                timer.cancel()
-            # A future a waker resolved was popped by it. A withdrawn one (cancelled, or
-            # resolved by this wait's own timer) stays in the FIFO, skipped by every waker,
-            # until withdrawn ones are half of it: then the FIFO is compacted. So a wakeup
-            # and a withdrawal cost O(1) amortized however many tasks wait (a scan of the
-            # FIFO for each is quadratic in the waiters).
-            if not fut.done():
-                fut.cancel()
-            if len(waiters) > 2 * q._waiting[cond] + 16:
-                live = self._live_waiters(waiters)
-                waiters.clear()
-                waiters.extend(live)
+    # -- redrive --------------------------------------------------------------------------------
 
-    def _live_waiters(self, waiters: deque[asyncio.Future[Any]]) -> list[asyncio.Future[Any]]:
-        """What the compaction of a waiter FIFO keeps: the pending futures, oldest first (a
-        done one was resolved by a waker, which popped it, or withdrawn)."""
-        return [f for f in waiters if not f.done()]
+    def redrive_tasks(self) -> list[RedriveTask[T]]:
+        system = self.machine.system
+        return [] if system is None else system.tasks(self.machine)[::-1]
 
-    def _wake_next(self, cond: object) -> None:
-        """Wake one waiter of ``cond``: resolve its first pending future (what every notify of
-        the shell does)."""
-        _resolve_first(self._waiters[cond])
+    def start_redrive(
+        self,
+        destination: _AsyncBase[T] | None = None,
+        *,
+        rate: float | None = None,
+        ids: Callable[[], str] | None = None,
+    ) -> RedriveTask[T]:
+        """As :meth:`impl.Queue.start_redrive`; ``destination`` an asyncio queue."""
+        if destination is not None:
+            if not isinstance(destination, _AsyncBase):
+                raise TypeError(
+                    f"destination must be an impl asyncio queue or None, got "
+                    f"{type(destination).__name__}"
+                )
+            check_destination(self.machine, destination.machine)
+            if destination.clock is not self._clock:
+                raise ValueError("destination must use the same clock object as this queue")
+        r = check_rate(rate, ids)
+        m = self.machine
+        system = System.of(m, m.name)
+        target = None if destination is None else destination.machine
+        now = self._clock.now()
+        out = system.start_redrive(
+            m, destination, target, r, now, ids=ids, lock=contextlib.nullcontext()
+        )
+        self._apply(out)
+        while (moved := system.redrive_move(m, now)) is not None:
+            self._apply(moved)
+        task: RedriveTask[T] = out.result
+        return task
 
-    def _pass_on(self, cond: object) -> None:
-        """A task woken on ``cond`` was cancelled before it took its step: wake the next one."""
-        cast(_Waiters, cond).notify()
-
-    # -- the loop timer ---------------------------------------------------------------------------
+    # -- the loop timer -------------------------------------------------------------------------
 
     def _get_loop(self) -> asyncio.AbstractEventLoop:
         loop = asyncio.get_running_loop()
@@ -420,18 +640,12 @@ class _AsyncBase(Generic[T]):
             raise RuntimeError(f"{self!r} is bound to a different event loop")
         return loop
 
-    def _timer_ready(self) -> None:
-        # Before the first timer commits: a clock without call_at needs a loop to arm on.
-        if not hasattr(self._q.clock, "call_at") and self._loop is None:
-            self._get_loop()
-
     def _call_at(self, due: float, callback: Callable[[], object]) -> Any:
-        clock = self._q.clock
-        call_at = getattr(clock, "call_at", None)
+        call_at = getattr(self._clock, "call_at", None)
         if call_at is not None:
             return call_at(due, lambda: self._on_loop(callback))
         loop = self._loop if self._loop is not None else self._get_loop()
-        return loop.call_at(loop.time() + (due - self._read_clock()), callback)
+        return loop.call_at(loop.time() + (due - self._clock.now()), callback)
 
     def _on_loop(self, callback: Callable[[], object]) -> None:
         # A fake clock's callback, run in the advancing thread: at once on the loop's thread
@@ -442,56 +656,22 @@ class _AsyncBase(Generic[T]):
         else:
             loop.call_soon_threadsafe(callback)
 
-    def _read_clock(self) -> float:
-        # The queue's clock, remembering the latest reading: any reading is a lower bound of
-        # the time a later step reads (see _arming).
-        now = self._q.clock.now()
-        if now > self._seen:
-            self._seen = now
-        return now
-
-    def _arming(self, offset: object, step: Callable[[], R]) -> R:
-        """Run ``step``, a call of the inner queue that may arm a timer due ``offset`` seconds
-        or more after the time it reads, so that the loop timer is armed before it commits.
-
-        The threaded shell starts its sweeper before the commit and only wakes it after (which
-        cannot fail); here arming *is* the fallible part (the clock's ``call_at``), so it must
-        come first: the shell calls ``_start_sweeper`` before every step that arms a timer
-        when it holds no sweeper, so the inner queue holds none during ``step``, and
-        ``_start_sweeper`` (:meth:`_pre_arm`) makes sure the loop timer is due by now +
-        ``offset``, ``now`` read here first (a lower bound of the step's own reading). After
-        the commit the shell's ``_aim(due)`` then finds it armed early enough and arms nothing.
-        When the loop timer is already due by the latest reading + ``offset``, nothing is read
-        or armed (the common case: deadlines of one visibility timeout come in order).
-        ``offset`` ``None``: the step arms no timer. One that is not a number is the step's to
-        reject; the loop timer is then made due by now, should it arm one after all."""
-        if offset is None:
-            return step()
-        off = _number(offset)
-        armed = self._armed
-        if armed is not None and armed <= self._seen + off:
-            return step()
-        self._floor = self._read_clock() + off
-        q = self._q
-        q._sweeper = None
-        try:
-            return step()
-        finally:
-            self._floor = None
-            q._sweeper = _TIMER if self._alive else None
-
-    def _pre_arm(self, floor: float | None = None) -> None:
-        """Before a step that arms a timer commits: make sure the loop timer is due no later
-        than ``floor`` (or the floor :meth:`_arming` set), and, if it had died, no later than
-        the timers already armed. May raise (the clock's ``call_at``): nothing has changed."""
-        if floor is None:
-            floor = self._floor
+    def _before_timer(self, due: float) -> None:
+        """The machine's ``before_timer`` veto point: a step arms a timer due at ``due``, so
+        the loop timer must be due by then (and, if it had died, by the timers already
+        armed). May raise (the clock's ``call_at``, no running loop): the step is vetoed."""
+        if self._closed:
+            return
+        if self._alive and self._armed is not None and self._armed <= due:
+            return
         if not self._alive:
-            due = self._q._core.next_due()
-            if due is not None and (floor is None or due < floor):
-                floor = due
-        if floor is not None:
-            self._arm(floor)
+            first = self.machine.next_due()
+            if first is not None and first < due:
+                due = first
+        if not hasattr(self._clock, "call_at") and self._loop is None:
+            self._get_loop()
+        if not self._in_round:
+            self._arm(due)
         self._alive = True
 
     def _arm(self, due: float) -> None:
@@ -507,15 +687,13 @@ class _AsyncBase(Generic[T]):
 
     def _aim(self, due: float) -> None:
         """After a step committed a timer due at ``due``: the loop timer was armed for it
-        before the commit (:meth:`_arming`, :meth:`_pre_arm`), so nothing is left to do, but on a
-        path that did not (a redrive's move into a destination with a retention): arming can
-        no longer veto the step, so a failure is reported as the timer's death (as the threaded
-        sweeper's, see :meth:`_died`). Inside the timer's round nothing is armed: the round
-        aims at the next due time when it ends."""
-        if self._in_round or (self._armed is not None and self._armed <= due):
+        before the commit, but on the paths that arm nothing first (a redrive's next tick, a
+        move in): arming can no longer veto the step, so a failure is reported as the timer's
+        death. Inside the timer's round nothing is armed: the round aims when it ends."""
+        if self._in_round or not self._alive or self._closed:
             return
-        if not self._alive:
-            return  # dead: the next step that arms a timer, sweep() or health() restarts it
+        if self._armed is not None and self._armed <= due:
+            return
         try:
             self._arm(due)
         except BaseException as e:
@@ -524,170 +702,90 @@ class _AsyncBase(Generic[T]):
                 raise
 
     def _fire(self) -> None:
-        # The loop timer's round: fire what is due (the sweeper thread's round), then aim at the
-        # next due time. A round that fails changed nothing (every transition commits after all
-        # that can fail); it is logged and counted in health() and retried after a backoff on
-        # the clock, as the sweeper thread's (impl/sweeper.py). As there, what the timer cannot
-        # go on without ends it: KeyboardInterrupt and the like (re-raised, as asyncio does), a
-        # clock that cannot be read for the backoff, a call_at that fails; that death is logged
-        # and counted, health() reports expiry stalled, and the next step that arms a timer,
-        # sweep() or health() arms it again.
+        """The loop timer's round: fire what is due, then aim at the next due time. A round
+        that fails changed nothing: it is reported and retried after a backoff on the clock.
+        What the timer cannot go on without ends it (reported): ``KeyboardInterrupt`` and the
+        like (re-raised, as asyncio does), a clock that cannot be read for the backoff, a
+        ``call_at`` that fails."""
         self._armed = self._handle = None
-        q = self._q
-        if q._closed or not self._alive:
+        if self._closed or not self._alive:
             return
-        target: float | None
-        with q.mutex:
-            self._in_round = True
+        self._in_round = True
+        try:
+            self._fire_due(self._clock.now())
+            target = self.machine.next_due()
+            self._failures_in_a_row = 0
+        except Exception as e:
+            target = self._backoff(e)
+            if target is None:
+                return
+        except BaseException as e:
+            self._died(e)
+            raise
+        finally:
+            self._in_round = False
+        if target is not None:
             try:
-                target = q._sweep_round() if q._alone() else q._sweep_round_locked()
-                self._failures_in_a_row = 0
-            except Exception as e:
-                self._failures_in_a_row += 1
-                try:
-                    target = self._read_clock() + backoff(self._failures_in_a_row)
-                except BaseException as clock_error:
-                    self._died(clock_error)
-                    if not isinstance(clock_error, Exception):
-                        raise
-                    return
-                q._sweep_failed(e, target)
+                self._arm(target)
             except BaseException as e:
                 self._died(e)
+                if not isinstance(e, Exception):
+                    raise
+
+    def _backoff(self, error: Exception) -> float | None:
+        """A failed round: report it; the time to retry at, or ``None`` if the clock could not
+        be read for it (the timer's death, reported)."""
+        self._failures_in_a_row += 1
+        try:
+            target = self._clock.now() + backoff(self._failures_in_a_row)
+        except BaseException as clock_error:
+            self._died(clock_error)
+            if not isinstance(clock_error, Exception):
                 raise
-            finally:
-                self._in_round = False
-            if target is not None:
-                try:
-                    self._arm(target)
-                except BaseException as e:
-                    self._died(e)
-                    if not isinstance(e, Exception):
-                        raise
+            return None
+        self._failures = (self._failures[0] + 1, error)
+        log.error(
+            "impl.AsyncQueue %d: a round of the loop timer failed; it retries at %r on the "
+            "queue's clock, or sooner if an earlier timer is armed",
+            self._token,
+            target,
+            exc_info=error,
+        )
+        return target
 
     def _died(self, error: BaseException) -> None:
-        """The loop timer ends with ``error``: report it (logged, counted in health(), which
-        then reports expiry stalled while timers are armed); the next step that arms a timer,
-        ``sweep()`` or ``health()`` arms it again (the shell calls ``_start_sweeper`` when its
-        queue holds no sweeper)."""
-        q = self._q
+        """The loop timer ends with ``error``: report it; the next step that arms a timer,
+        ``sweep()`` or ``health()`` arms it again."""
         self._alive = False
         if self._handle is not None:
             self._handle.cancel()
         self._armed = self._handle = None
-        q._sweeper = None
-        q._failures = (q._failures[0] + 1, error)
+        self._failures = (self._failures[0] + 1, error)
         log.error(
             "impl.AsyncQueue %d: the loop timer could not go on; expiry stalls until the next "
             "step that arms a timer, sweep() or health()",
-            q._token,
+            self._token,
             exc_info=error,
         )
 
-    # -- the operations that never wait: the threaded queue's -------------------------------------
-
-    def delete(self, receipt: Receipt) -> bool:
-        return self._q.delete(receipt)
-
-    def delete_batch(self, receipts: Sequence[Receipt]) -> list[bool]:
-        return self._q.delete_batch(receipts)
-
-    def retry(self, receipt: Receipt) -> bool:
-        return self._q.retry(receipt)
-
-    def change_visibility(self, receipt: Receipt, timeout: float) -> bool:
-        q = self._q
-        offset = timeout if _number(timeout) > 0 else None
-        return self._arming(offset, lambda: q.change_visibility(receipt, timeout))
-
-    def change_visibility_batch(self, changes: Sequence[tuple[Receipt, float]]) -> list[bool]:
-        q = self._q
-        if isinstance(changes, list | tuple):
-            pairs = [c for c in changes if isinstance(c, tuple) and len(c) == 2]
-            offset = _least_delay([t for _, t in pairs], None)
-        else:
-            offset = 0.0  # the step's to reject; were it to arm, by now
-        return self._arming(offset, lambda: q.change_visibility_batch(changes))
-
-    def cancel(self, id: str) -> bool:
-        return self._q.cancel(id)
-
-    def purge(self) -> int:
-        return self._q.purge()
-
-    def receipt(self, id: str, attempt: int) -> Receipt:
-        return self._q.receipt(id, attempt)
-
-    def sweep(self) -> None:
-        q = self._q
-        if q._core.ticks:  # a redrive tick's round re-arms it (due by now at the earliest)
-            self._arming(0.0, q.sweep)
-        else:
-            q.sweep()
-
-    def record_trace(self, sink: Callable[[TraceStep], None] | None) -> None:
-        self._q.record_trace(sink)
-
-    def dead_letters(self) -> list[Message[T]]:
-        return self._q.dead_letters()
-
-    def stats(self) -> Stats:
-        return self._q.stats()
-
-    def snapshot(self) -> Snapshot[T]:
-        return self._q.snapshot()
-
-    def health(self) -> Health:
-        return self._q.health()
-
-    def aged_out(self) -> list[str]:
-        return self._q.aged_out()
-
-    def redrive_tasks(self) -> list[RedriveTask[T]]:
-        return self._q.redrive_tasks()
-
-    def start_redrive(
-        self,
-        destination: _AsyncBase[T] | None = None,
-        *,
-        rate: float | None = None,
-        ids: Callable[[], str] | None = None,
-    ) -> RedriveTask[T]:
-        if destination is not None and not isinstance(destination, _AsyncBase):
-            raise TypeError(
-                f"destination must be an impl asyncio queue or None, got "
-                f"{type(destination).__name__}"
-            )
-        inner = None if destination is None else destination._q
-        # Its first tick (or retry) is due by now at the earliest.
-        return self._arming(0.0, lambda: self._q.start_redrive(inner, rate=rate, ids=ids))
-
-    def source_of(self, id: str) -> _AsyncBase[T] | None:
-        source = self._q.source_of(id)
-        return None if source is None else _outer_of(source)
-
-    def moved_to(self, id: str) -> tuple[_AsyncBase[T], str] | None:
-        hit = self._q.moved_to(id)
-        if hit is None:
-            return None
-        outer = _outer_of(hit[0])
-        return None if outer is None else (outer, hit[1])
-
-    # -- lifecycle --------------------------------------------------------------------------------
+    # -- lifecycle ------------------------------------------------------------------------------
 
     def shutdown(self) -> None:
         """As :meth:`impl.Queue.shutdown`: every waiting task wakes and raises ShutDown (after
         what is still deliverable is delivered)."""
-        self._q.shutdown()
+        self.machine.shutdown()
+        self._waits.notify_all(self._waits.not_empty)
+        self._waits.notify_all(self._waits.not_full)
 
     def close(self) -> None:
         """``shutdown()``, then stop the loop timer. Idempotent; timers still armed are applied
         only by an explicit ``sweep()``."""
+        self.shutdown()
         if self._handle is not None:
             self._handle.cancel()
         self._armed = self._handle = None
         self._alive = False
-        self._q.close()
+        self._closed = True
 
     async def __aenter__(self) -> Self:
         return self
@@ -713,40 +811,16 @@ class _AsyncBase(Generic[T]):
             yield message
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}({self._q!r})"
+        return (
+            f"{type(self).__name__}(capacity={self.capacity!r}, "
+            f"visibility_timeout={self._visibility_timeout!r}, "
+            f"max_receives={self.max_receives!r}, delay={self._delay!r}, clock={self._clock!r})"
+        )
 
 
-def _least_delay(delays: Sequence[object], retention: float | None) -> float | None:
-    """The least of the delays > 0 and ``retention``: how long after a send's time its earliest
-    timer is due (``None``: it arms none). What is not a number > 0 is left out (a delay of 0
-    arms nothing; anything else the send rejects before it arms)."""
-    least = retention
-    for d in delays:
-        if (t := _number(d)) > 0 and (least is None or t < least):
-            least = t
-    return least
-
-
-def _number(value: object) -> float:
-    """``value`` as a float if it is an int or a float (not a bool), else 0.0: a step given
-    something else rejects it before it arms anything."""
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        return float(value)
-    return 0.0
-
-
-def _batch_offset(entries: object, default: float, retention: float | None) -> float | None:
-    """:func:`_least_delay` of a send_batch's entries (a delay ``None``: the queue's
-    ``default``); a batch that is not a list or tuple is the step's to reject: 0 (by now)."""
-    if not isinstance(entries, list | tuple):
-        return 0.0
-    delays = [default if (d := getattr(e, "delay", None)) is None else d for e in entries]
-    return _least_delay(delays, retention)
-
-
-def _outer_of(inner: BaseQueue[Any]) -> Any:
-    ref = getattr(inner, "_outer", None)
-    return None if ref is None else ref()
+def _resolve(fut: asyncio.Future[Any], result: object) -> None:
+    if not fut.done():
+        fut.set_result(result)
 
 
 def _check_wait(block: object, timeout: object) -> tuple[bool, float | None]:
@@ -754,16 +828,6 @@ def _check_wait(block: object, timeout: object) -> tuple[bool, float | None]:
     if block is not True and block is not False:
         check_bool("block", block)
     return bool(block), None if timeout is None else check_time("timeout", timeout)
-
-
-def _inner_target(dead_letter: object, kind: type[_AsyncBase[Any]]) -> BaseQueue[Any] | None:
-    if dead_letter is None:
-        return None
-    if not isinstance(dead_letter, kind):
-        raise TypeError(
-            f"dead_letter must be an impl.{kind.__name__}, got {type(dead_letter).__name__}"
-        )
-    return dead_letter._q
 
 
 class AsyncQueue(_AsyncBase[T]):
@@ -783,18 +847,8 @@ class AsyncQueue(_AsyncBase[T]):
         name: str | None = None,
     ) -> None:
         """As :class:`impl.Queue`; ``dead_letter`` must be an :class:`AsyncQueue`."""
-        target = _inner_target(dead_letter, AsyncQueue)
         self._setup(
-            _LoopQueue(
-                capacity,
-                visibility_timeout,
-                max_receives,
-                delay,
-                clock,
-                dead_letter=target,
-                retention=retention,
-                name=name,
-            )
+            capacity, visibility_timeout, max_receives, delay, clock, dead_letter, retention, name
         )
 
     async def send(
@@ -808,39 +862,45 @@ class AsyncQueue(_AsyncBase[T]):
     ) -> str:
         """As :meth:`impl.Queue.send`, awaiting room instead of blocking. Cancelled while it
         waits, it has sent nothing and passes on any wakeup it took."""
-        block, timeout = _check_wait(block, timeout)
-        q = cast(Queue[Any], self._q)
-        return cast(
-            str,
-            await self._send_waiting(
-                lambda: q.send(body, id=id, delay=delay, block=False),
-                block,
-                timeout,
-                False,
-                _least_delay([q.delay if delay is None else delay], q.retention),
-            ),
-        )
+        if id is not None:
+            id = check_id("id", id)
+        d = self._delay if delay is None else check_time("delay", delay)
+        if block is not True and block is not False:
+            check_bool("block", block)
+        if timeout is not None and not (type(timeout) is float and 0.0 <= timeout < INF):
+            timeout = check_time("timeout", timeout)
+        m = self.machine
+        out = self._step(lambda now: m.send(now, id, body, d), self._waits.not_full)
+        if isinstance(out, Blocked):
+            out = await self._until(
+                lambda now: m.send(now, id, body, d), out, block, timeout, "send"
+            )
+        self._apply(out)
+        sent: str = out.result
+        return sent
 
     async def send_batch(
         self, entries: Sequence[Entry[T]], *, block: bool = True, timeout: float | None = None
     ) -> list[str]:
         """As :meth:`impl.Queue.send_batch` (all or none), awaiting room for all of them."""
-        block, timeout = _check_wait(block, timeout)
-        q = cast(Queue[Any], self._q)
-        return cast(
-            list[str],
-            await self._send_waiting(
-                lambda: q.send_batch(entries, block=False),
-                block,
-                timeout,
-                True,
-                _batch_offset(entries, q.delay, q.retention),
-            ),
-        )
+        batch = check_batch("entries", entries)
+        ids, delays = check_entries(batch, self._delay, self.machine.capacity)
+        block, wait = _check_wait(block, timeout)
+        bodies = [e.body for e in batch]
+        m = self.machine
+        step = lambda now: m.send_batch(now, ids, bodies, delays)  # noqa: E731
+        out = self._step(step, self._waits.not_full)
+        if isinstance(out, Blocked):
+            out = await self._until(step, out, block, wait, "send_batch", len(batch))
+        self._apply(out)
+        sent: list[str] = out.result
+        return sent
 
 
 class AsyncFifoQueue(_AsyncBase[T]):
     """The SQS FIFO queue of :class:`impl.FifoQueue` for asyncio (groups, deduplication)."""
+
+    machine_class = FifoMachine
 
     def __init__(
         self,
@@ -856,24 +916,34 @@ class AsyncFifoQueue(_AsyncBase[T]):
         name: str | None = None,
     ) -> None:
         """As :class:`impl.FifoQueue`; ``dead_letter`` must be an :class:`AsyncFifoQueue`."""
-        target = _inner_target(dead_letter, AsyncFifoQueue)
+        interval = check_time("dedup_interval", dedup_interval)
+        if not interval > 0:
+            raise ValueError(f"dedup_interval must be > 0, got {dedup_interval!r}")
+        self._dedup_interval = interval
         self._setup(
-            _LoopFifoQueue(
-                capacity,
-                visibility_timeout,
-                max_receives,
-                delay,
-                dedup_interval,
-                clock,
-                dead_letter=cast(FifoQueue[Any] | None, target),
-                retention=retention,
-                name=name,
-            )
+            capacity, visibility_timeout, max_receives, delay, clock, dead_letter, retention, name
         )
+
+    def _new_machine(
+        self, capacity: int | None, max_receives: int | None, retention: float | None
+    ) -> Machine[T]:
+        cls = self.machine_class
+        assert issubclass(cls, FifoMachine)
+        machine: FifoMachine[T] = cls(
+            self._token,
+            capacity,
+            max_receives,
+            retention,
+            delay=self._delay,
+            dedup_interval=self._dedup_interval,
+        )
+        #: The same object as ``machine``, with its FIFO type.
+        self._fifo: FifoMachine[T] = machine
+        return machine
 
     @property
     def dedup_interval(self) -> float:
-        return cast(FifoQueue[Any], self._q).dedup_interval
+        return self._dedup_interval
 
     async def send(
         self,
@@ -886,32 +956,49 @@ class AsyncFifoQueue(_AsyncBase[T]):
         timeout: float | None = None,
     ) -> str:
         """As :meth:`impl.FifoQueue.send` (a duplicate returns the earlier id), awaiting room."""
-        block, timeout = _check_wait(block, timeout)
-        q = cast(FifoQueue[Any], self._q)
-        return cast(
-            str,
-            await self._send_waiting(
-                lambda: q.send(body, group=group, id=id, dedup_id=dedup_id, block=False),
+        if group is None:
+            raise ValueError("group is required on a FIFO queue")
+        group = check_id("group", group)
+        if id is not None:
+            id = check_id("id", id)
+        if dedup_id is not None:
+            dedup_id = check_id("dedup_id", dedup_id)
+        block, wait = _check_wait(block, timeout)
+        m = self._fifo
+        out = self._step(lambda now: m.send(now, id, body, group, dedup_id), self._waits.not_full)
+        if isinstance(out, Blocked):
+            out = await self._until(
+                lambda now: m.send(now, id, body, group, dedup_id, waited=True),
+                out,
                 block,
-                timeout,
-                False,
-                _least_delay([q.delay], q.retention),
-            ),
-        )
+                wait,
+                "send",
+            )
+        self._apply(out)
+        sent: str = out.result
+        return sent
 
     async def send_batch(
         self, entries: Sequence[Entry[T]], *, block: bool = True, timeout: float | None = None
     ) -> list[str]:
         """As :meth:`impl.FifoQueue.send_batch`, awaiting room for the entries that need it."""
-        block, timeout = _check_wait(block, timeout)
-        q = cast(FifoQueue[Any], self._q)
-        return cast(
-            list[str],
-            await self._send_waiting(
-                lambda: q.send_batch(entries, block=False),
-                block,
-                timeout,
-                True,
-                _least_delay([q.delay], q.retention),  # a FIFO queue's delay is the queue's
-            ),
+        batch = check_batch("entries", entries)
+        ids, groups, dedups = check_fifo_entries(batch)
+        block, wait = _check_wait(block, timeout)
+        bodies = [e.body for e in batch]
+        m = self._fifo
+        out = self._step(
+            lambda now: m.send_batch(now, ids, bodies, groups, dedups), self._waits.not_full
         )
+        if isinstance(out, Blocked):
+            out = await self._until(
+                lambda now: m.send_batch(now, ids, bodies, groups, dedups, waited=True),
+                out,
+                block,
+                wait,
+                "send_batch",
+                len(batch),
+            )
+        self._apply(out)
+        sent: list[str] = out.result
+        return sent

@@ -1,22 +1,25 @@
 """The threaded standard queue with SQS semantics: ``impl.Queue``, shaped after ``queue.Queue``.
 
-``Queue`` is the threaded shell (:class:`impl.shell.BaseQueue`: the lock, three named
-conditions, the waits, the trace, the sweeper) over the standard core (:class:`impl.core.Core`:
-the state and the contract's steps, with no lock and no waiting), plus the standard sends. Each
-transition of the contract (section 2), batches included, is one critical section that does
-exactly what ``spec.transitions`` does to the pure state, then wakes whom the step enabled.
-Time comes only from the injected clock; nothing here sleeps or polls.
+``Queue`` is the threaded driver (:class:`impl.threaded.BaseQueue`: the lock, three named
+conditions, the waits, the trace, the sweeper) of the standard queue machine
+(:class:`impl.machine.Machine`: the state and the contract's steps, with no I/O), plus the
+standard sends. Each transition of the contract (section 2), batches included, is one critical
+section in which the machine does exactly what ``spec.transitions`` does to the pure state,
+then the driver wakes whom the step enabled. Time comes only from the injected clock; nothing
+here sleeps or polls.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from impl.core import MAX_BATCH, Core, T
-from impl.errors import DuplicateIdError
+from impl.driver import check_batch, check_entries
+from impl.fast_machine import FastMachine
+from impl.machine import MAX_BATCH, T
 from impl.message import Entry
-from impl.shell import BaseQueue, TraceStep, check_batch
-from impl.validate import INF, check_bool, check_id, check_later, check_optional_time, check_time
+from impl.outcome import Blocked
+from impl.threaded import BaseQueue, TraceStep
+from impl.validate import INF, check_bool, check_id, check_optional_time, check_time
 
 __all__ = ["MAX_BATCH", "Queue", "TraceStep"]
 
@@ -33,11 +36,12 @@ class Queue(BaseQueue[T]):
     ``change_visibility_batch``) do up to ten of those in one critical section; ``purge``
     cancels every active message at once.
 
-    The state and its invariants are the core's (:class:`impl.core.Core`); the threads, the
-    conditions and the failure model are the shell's (:class:`impl.shell.BaseQueue`).
+    The state and its invariants are the machine's (:class:`impl.machine.Machine`); the
+    threads, the conditions and the failure model are the driver's
+    (:class:`impl.threaded.BaseQueue`).
     """
 
-    _core_class = Core
+    machine_class = FastMachine
 
     def send(
         self,
@@ -70,95 +74,20 @@ class Queue(BaseQueue[T]):
         # None and a float in range (the common values) pass two tests and no call.
         if timeout is not None and not (type(timeout) is float and 0.0 <= timeout < INF):
             timeout = check_time("timeout", timeout)
-        wait = timeout
         if self._sink_thread is not None:
             self._refuse_reentry("send")
         with self.mutex:
-            core = self._core
-            if id is not None and id in core.accepted:
-                raise DuplicateIdError(f"id {id!r} was already accepted by this queue")
-            if id is not None and self._system is not None and self._system.taken(id):
-                raise DuplicateIdError(f"id {id!r} was already accepted by a queue of this system")
-            if d:
-                check_later("delay", self._clock.now(), d)  # an argument error: before waiting
-            endtime = None if wait is None else check_later("timeout", self._clock.now(), wait)
-            if self._shutdown or not core.has_room():  # the common path never waits
-                named = () if id is None else (("id", id),)
-                self._wait_for_room(
-                    "send", lambda: self._unclaimed("send", named, 1), block, endtime, wait
-                )
-            if self._stamped or self._system is not None:
-                return self._send_system(id, body, d)
-            if id is None:
-                id = core.fresh_id()
-            if d:
-                return self._send_delayed(id, body, d)
-            if self._trace is not None:
-                try:
-                    self._record("send", (id, 0.0), True)
-                except BaseException:
-                    # A notify may have woken us for this slot: pass it on (see _wait).
-                    self._notify(self.not_full)
-                    raise
-            # commit
-            self._wake(core.accept(id, body))
-            core.check()
-            return id
-
-    def _send_delayed(self, id: str, body: T, delay: float) -> str:
-        # The rest of send for a delay > 0 (kept out of send, whose common path it would slow):
-        # prepare (the clock, the sweeper, the trace), then commit the DELAYED message.
-        try:
-            now = self._clock.now()
-            visible_at = check_later("delay", now, delay)
-            if self._sweeper is None:
-                self._start_sweeper()
-            if self._trace is not None:
-                self._record("send", (id, delay), True, now)
-        except BaseException:
-            self._notify(self.not_full)  # a notify may have woken us for this slot (see _wait)
-            raise
-        # commit
-        self._wake(self._core.accept_delayed(id, body, visible_at))
-        self._aim(visible_at)
-        self._core.check()
-        return id
-
-    def _send_system(self, id: str | None, body: T, delay: float) -> str:
-        # The rest of send for a queue in a system, or one that reads the clock at acceptance
-        # (a retention or a target): reserve the id system-wide, read the time, start the
-        # sweeper for a delay or a retention timer, trace; then commit.
-        core = self._core
-        system = self._system
-        reserved: list[str] = []
-        try:
-            if system is not None:
-                reserved = system.reserve([id], ["id"])
-                id = reserved[0]
-            elif id is None:
-                id = core.fresh_id()
-            now = self._clock.now()
-            visible_at = check_later("delay", now, delay) if delay else now
-            if (delay or core.retention is not None) and self._sweeper is None:
-                self._start_sweeper()
-            if self._trace is not None:
-                self._record("send", (id, delay), True, now)
-        except BaseException:
-            if system is not None:
-                system.unreserve(reserved)
-            self._notify(self.not_full)  # a notify may have woken us for this slot (see _wait)
-            raise
-        # commit
-        if delay:
-            self._wake(core.accept_delayed_at(id, body, visible_at, now))
-            self._aim(visible_at)
-        elif self._stamped:
-            self._wake(core.accept_at(id, body, now))
-        else:
-            self._wake(core.accept(id, body))
-        self._aim_retention()
-        core.check()
-        return id
+            m = self.machine
+            try:
+                out = m.send(self._clock.now(), id, body, d)
+            except BaseException:
+                self._conds.notify(self.not_full)  # pass on a notify we may have taken
+                raise
+            if isinstance(out, Blocked):
+                out = self._until(lambda now: m.send(now, id, body, d), out, block, timeout, "send")
+            self._apply(out)
+            sent: str = out.result
+            return sent
 
     def send_batch(
         self,
@@ -182,112 +111,28 @@ class Queue(BaseQueue[T]):
         another sender while this batch waits raises :class:`DuplicateIdError` when it wakes.
         """
         batch = check_batch("entries", entries)
-        n = len(batch)
-        # Filled in for the entries that give an id or a delay; most give neither.
-        ids: list[str | None] = [None] * n
-        delays = [self._delay] * n
-        explicit: dict[str, int] = {}
-        for i, e in enumerate(batch):
-            if not isinstance(e, Entry):
-                raise TypeError(f"entries[{i}] must be an impl.Entry, got {type(e).__name__}")
-            if e.group is not None or e.dedup_id is not None:
-                which = "group" if e.group is not None else "dedup_id"
-                raise ValueError(
-                    f"entries[{i}].{which} must be None: a standard queue has no message groups "
-                    "or deduplication (FIFO queues only)"
-                )
-            if e.id is not None:
-                id = check_id(f"entries[{i}].id", e.id)
-                if id in explicit:
-                    raise DuplicateIdError(
-                        f"entries[{i}].id {id!r} repeats entries[{explicit[id]}].id"
-                    )
-                explicit[id] = i
-                ids[i] = id
-            if e.delay is not None:
-                delays[i] = check_time(f"entries[{i}].delay", e.delay)
-        check_bool("block", block)
+        ids, delays = check_entries(batch, self._delay, self.machine.capacity)
+        block = check_bool("block", block)
         wait = check_optional_time("timeout", timeout)
-        capacity = self._core.capacity
-        if capacity is not None and n > capacity:
-            raise ValueError(
-                f"entries: a batch of {n} can never fit a queue of capacity {capacity}"
-            )
+        bodies = [e.body for e in batch]
         if self._sink_thread is not None:
             self._refuse_reentry("send_batch")
         with self.mutex:
-            core = self._core
-            for id, i in explicit.items():
-                if id in core.accepted:
-                    raise DuplicateIdError(
-                        f"entries[{i}].id {id!r} was already accepted by this queue"
-                    )
-                if self._system is not None and self._system.taken(id):
-                    raise DuplicateIdError(
-                        f"entries[{i}].id {id!r} was already accepted by a queue of this system"
-                    )
-            longest = max(delays)
-            if longest:
-                check_later("delay", self._clock.now(), longest)  # before waiting
-            endtime = None if wait is None else check_later("timeout", self._clock.now(), wait)
-            named = [(f"entries[{i}].id", id) for id, i in explicit.items()]
-            k = self._wait_for_room(
-                "send_batch", lambda: self._unclaimed("send_batch", named, n), block, endtime, wait
-            )
-            # prepare: everything that may raise
-            system = self._system
-            stamped = self._stamped
-            reserved: list[str] = []
-            if system is None:
-                final = core.fresh_ids(ids[:k], explicit)
-            else:
-                try:
-                    final = reserved = system.reserve(
-                        ids[:k], [f"entries[{i}].id" for i in range(k)]
-                    )
-                except BaseException:
-                    self._notify(self.not_full)  # another queue took an id while this waited
-                    raise
+            m = self.machine
             try:
-                now = None
-                visible_at: list[float] = []
-                if stamped:
-                    now = self._clock.now()
-                    if core.retention is not None and self._sweeper is None:
-                        self._start_sweeper()
-                if longest:
-                    now = self._clock.now() if now is None else now
-                    visible_at = [
-                        check_later(f"entries[{i}].delay", now, d) if d else 0.0
-                        for i, d in enumerate(delays[:k])
-                    ]
-                    if self._sweeper is None:
-                        self._start_sweeper()
-                if self._trace is not None:
-                    self._record("send_batch", (tuple(final), tuple(delays[:k])), True, now)
+                out = m.send_batch(self._clock.now(), ids, bodies, delays)
             except BaseException:
-                if system is not None:
-                    system.unreserve(reserved)
-                self._notify(self.not_full)  # a notify may have woken us for this room
+                self._conds.notify(self.not_full)
                 raise
-            # commit: each entry as send, in order
-            if stamped:
-                assert now is not None
-                for i, id in enumerate(final):
-                    if delays[i]:
-                        self._wake(core.accept_delayed_at(id, batch[i].body, visible_at[i], now))
-                        self._aim(visible_at[i])
-                    else:
-                        self._wake(core.accept_at(id, batch[i].body, now))
-                self._aim_retention()
-            elif not longest:  # the common batch: every entry visible at once
-                self._wake(core.accept_batch(final, [e.body for e in batch[:k]]))
-            else:
-                for i, id in enumerate(final):
-                    if delays[i]:
-                        self._wake(core.accept_delayed(id, batch[i].body, visible_at[i]))
-                        self._aim(visible_at[i])
-                    else:
-                        self._wake(core.accept(id, batch[i].body))
-            core.check()
-            return final
+            if isinstance(out, Blocked):
+                out = self._until(
+                    lambda now: m.send_batch(now, ids, bodies, delays),
+                    out,
+                    block,
+                    wait,
+                    "send_batch",
+                    len(batch),
+                )
+            self._apply(out)
+            sent: list[str] = out.result
+            return sent

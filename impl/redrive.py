@@ -1,15 +1,15 @@
 """Redrive: a task that moves messages out of a dead-letter queue (docs/contract.md section 7.5).
 
-``dlq.start_redrive(destination=None, *, rate=None)`` (``impl.shell.BaseQueue``) makes a
-:class:`RedriveTask`; this module holds the task and its moves, run with the locks of the
-dead-letter queue and of every queue the task may move into held (in creation order,
-``impl.system``). As SQS's ``StartMessageMoveTask``:
+``dlq.start_redrive(destination=None, *, rate=None)`` makes a :class:`RedriveTask`: this module
+holds the task, its progress and its status; the moves are the system's steps
+(``impl.system.System.redrive_move``), run with the locks of the dead-letter queue and of every
+queue the task may move into held (in creation order). As SQS's ``StartMessageMoveTask``:
 
 - **Scope**: the ids visible in the dead-letter queue when the task starts, oldest first (its
   visible order). Messages that arrive later are not this task's, so a poison message cannot
   cycle forever inside one task. ``to_move`` is the scope's size.
 - **A move** is one step across two queues: in the dead-letter queue the message is ``MOVED``
-  (``Core.redrive_out``); the destination takes it as a new message (``Core.accept_moved``):
+  (``Machine.redrive_out``); the destination takes it as a new message (``Machine.accept_moved``):
   a fresh id from the destination's id space (its system's counter), attempt 0, enqueued now
   (its retention restarts), same body and group, the tail of its order, no dedup, no source.
   ``dlq.moved_to(old_id)`` then gives ``(destination, new_id)``.
@@ -37,13 +37,14 @@ import enum
 import itertools
 import weakref
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Final, Generic
 
-from impl.core import T
+from impl.machine import T
 
 if TYPE_CHECKING:
-    from impl.shell import BaseQueue
+    from impl.machine import Machine
 
 __all__ = ["RETRY_AFTER", "RedriveStatus", "RedriveTask"]
 
@@ -63,45 +64,61 @@ class RedriveStatus(enum.Enum):
 
 class RedriveTask(Generic[T]):
     """One redrive of a dead-letter queue (see the module docstring). Made by
-    ``start_redrive``; its progress is read atomically under the dead-letter queue's lock."""
+    ``start_redrive``; a user reads its progress, atomically, through the properties (which
+    take the dead-letter queue's lock, ``lock``), and may :meth:`cancel` it.
+
+    The system's moves (``impl.system.System``) read and write the plain attributes, with that
+    lock held: ``scope``, ``moved_count``, ``skipped_count``, ``ticks``, ``state``,
+    ``target`` and ``queues``."""
 
     def __init__(
         self,
-        dlq: BaseQueue[T],
-        destination: BaseQueue[T] | None,
+        dlq: Machine[T],
+        destination: object,
+        target: Machine[T] | None,
         rate: float | None,
         started_at: float,
-        scope: list[str],
-        ids: Callable[[], str] | None = None,
+        scope: Sequence[str],
+        *,
+        ids: Callable[[], str] | None,
+        queues: Sequence[Machine[T]],
+        lock: AbstractContextManager[Any],
     ) -> None:
         #: The task's name, unique in this process (the ``id`` of its tick timers).
         self.name = f"redrive-{next(_names)}"
-        #: Where its moved messages' new ids come from (None: the destination's own counter).
+        #: Where its moved messages' new ids come from (``None``: the destination's own).
         self.ids = ids
+        # The dead-letter queue's machine, weakly: a task kept by a user keeps no queue alive.
         self._dlq = weakref.ref(dlq)
+        self._lock = lock
         self._destination = destination
+        #: The destination's machine (``None``: each message's source).
+        self.target = target
         self._rate = rate
         self._started_at = started_at
-        self._scope: deque[str] = deque(scope)
+        #: The ids of the scope still to move or skip, oldest first.
+        self.scope: deque[str] = deque(scope)
         self._to_move = len(scope)
-        self._moved = 0
-        self._skipped = 0
+        self.moved_count = 0
+        self.skipped_count = 0
         #: Ticks fired so far (the next one is due at ``started_at + ticks / rate``).
         self.ticks = 0
-        self._status = RedriveStatus.RUNNING
-        #: The queues its moves may go into (their locks are held with the dead-letter queue's
-        #: while it ticks): the destination, or the sources of its scope.
-        self._queues: list[BaseQueue[T]] = []
+        self.state = RedriveStatus.RUNNING
+        #: The machines its moves may go into (their locks are held with the dead-letter
+        #: queue's while it moves): the destination, or the sources of its scope.
+        self.queues: list[Machine[T]] = list(queues)
+
+    @property
+    def running(self) -> bool:
+        """Whether the task is ``RUNNING`` (read with the dead-letter queue's lock held)."""
+        return self.state is RedriveStatus.RUNNING
 
     def _read(self, attr: str) -> Any:
-        dlq = self._dlq()
-        if dlq is None:
-            return getattr(self, attr)
-        with dlq.mutex:
+        with self._lock:
             return getattr(self, attr)
 
     @property
-    def destination(self) -> BaseQueue[T] | None:
+    def destination(self) -> Any:
         """The queue every message goes to, or ``None``: each message's source."""
         return self._destination
 
@@ -121,34 +138,34 @@ class RedriveTask(Generic[T]):
 
     @property
     def moved(self) -> int:
-        n: int = self._read("_moved")
+        n: int = self._read("moved_count")
         return n
 
     @property
     def skipped(self) -> int:
-        n: int = self._read("_skipped")
+        n: int = self._read("skipped_count")
         return n
 
     @property
     def status(self) -> RedriveStatus:
-        s: RedriveStatus = self._read("_status")
+        s: RedriveStatus = self._read("state")
         return s
 
     def cancel(self) -> bool:
         """Stop the task: no further moves (those made stay made). ``True`` if it was
         running, ``False`` (and no change) if it had completed or was cancelled already."""
-        dlq = self._dlq()
-        if dlq is None:
-            return False
-        with dlq.mutex:
-            if self._status is not RedriveStatus.RUNNING:
+        with self._lock:
+            dlq = self._dlq()
+            if dlq is None or self.state is not RedriveStatus.RUNNING:
                 return False
-            self._status = RedriveStatus.CANCELLED
-            dlq._core.drop_tick(self.name)
+            self.state = RedriveStatus.CANCELLED
+            dlq.drop_tick(self.name)
+            if dlq.system is not None:
+                dlq.system.stop_moving(dlq, self)
             return True
 
     def __repr__(self) -> str:
         return (
-            f"RedriveTask({self.name}, status={self._status.value}, moved={self._moved}, "
-            f"skipped={self._skipped}, to_move={self._to_move})"
+            f"RedriveTask({self.name}, status={self.state.value}, moved={self.moved_count}, "
+            f"skipped={self.skipped_count}, to_move={self._to_move})"
         )

@@ -291,7 +291,7 @@ class World:
     def self_check(self) -> None:
         """The queue's own consistency check (``_check``), under its lock."""
         with self.q.mutex:
-            self.q._check()
+            self.q.machine.check()
 
     def state(self) -> spec.State:
         return to_state(self.q.snapshot(), self.setup.config, 0)
@@ -870,7 +870,7 @@ class AioWorld(World):
         inner = getattr(self.aq, "_q", None)
         if inner is not None and callable(getattr(inner, "_check", None)):
             with inner.mutex:
-                inner._check()
+                inner.machine.check()
 
     def settle(self) -> None:
         """No sweeper thread: the loop timer runs only inside a waking ``advance``."""

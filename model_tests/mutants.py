@@ -134,7 +134,7 @@ class _Wired(Queue[T]):
         clock: Clock | None = None,
     ) -> None:
         super().__init__(capacity, visibility_timeout, max_receives, delay, clock)
-        self._wire(self._core)
+        self._wire(self.machine)
 
     def _wire(self, core: Core[T]) -> None:
         """Give ``core`` what its broken step needs of this shell."""
@@ -801,7 +801,7 @@ class DeadlineFirstSendQueue(Queue[T]):
         wait: float | None,
     ) -> int:
         if op == "send" and block and endtime is not None:
-            while not (self._shutdown or self._core.has_room()):
+            while not (self._shutdown or self.machine.has_room()):
                 self._wait(self.not_full, endtime)
                 if self.clock.now() >= endtime:  # BUG: before looking for the room
                     raise Full(f"no room within {wait} seconds")
@@ -1226,7 +1226,7 @@ class TwoStepMoveQueue(Queue[T]):
     _core_class = TwoStepMoveCore
 
     def _after_moves(self) -> None:
-        core = self._core
+        core = self.machine
         assert isinstance(core, TwoStepMoveCore) and core.target is not None
         unmoved, core.unmoved[:] = list(core.unmoved), []
         now = self.clock.now()  # BUG: the add is a step of its own, which can fail here
@@ -1294,7 +1294,7 @@ class RedriveKeepsCore(Core[T]):
         wake = super().redrive_out(rec, to, new_id)
         dest = to() if callable(to) else None
         if isinstance(dest, BaseQueue):
-            vars(dest._core)["_carried"] = rec
+            vars(dest.machine)["_carried"] = rec
         return wake
 
     def accept_moved(self, id: str, body: T, group: str | None, now: float) -> Wake:

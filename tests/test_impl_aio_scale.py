@@ -32,12 +32,12 @@ def run(coro: Coroutine[Any, Any, R]) -> R:
 async def settle(q: AsyncQueue[Any], waiting: int, cond: str = "not_empty") -> None:
     """Let the loop run until ``waiting`` tasks wait on the queue's condition ``cond`` (one
     pass of the loop starts them all; a bounded number of passes, never wall time)."""
-    inner: Any = q._q
+    which = 0 if cond == "not_empty" else 1
     for _ in range(10):
         await asyncio.sleep(0)
-        if inner._waiting[getattr(inner, cond)] == waiting:
+        if q.waiting[which] == waiting:
             return
-    raise AssertionError(f"{inner._waiting[getattr(inner, cond)]} wait, not {waiting}")
+    raise AssertionError(f"{q.waiting[which]} wait, not {waiting}")
 
 
 def test_ten_thousand_waiting_receivers_arm_nothing_and_wake_in_the_order_they_began() -> None:
@@ -119,7 +119,7 @@ def test_shutdown_wakes_ten_thousand_waiters_at_once() -> None:
         q.shutdown()
         results = await asyncio.gather(*tasks, return_exceptions=True)
         assert all(isinstance(r, ShutDown) for r in results)
-        assert q._q._waiting[q._q.not_empty] == 0
+        assert q.waiting == (0, 0)
         q.close()
 
     run(main())

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 import pytest
 
 from impl import DuplicateIdError, Entry, FakeClock, FifoQueue, MonotonicClock, Queue, Stats
-from impl.shell import BaseQueue
+from impl.threaded import BaseQueue
 from model_tests.support import Spawn
 
 
@@ -88,7 +88,7 @@ def check_system(queues: list[BaseQueue[str]]) -> None:
 
 
 def id_of(q: BaseQueue[str]) -> int:
-    return q._token
+    return q.token
 
 
 # -- rule 1: configuration -------------------------------------------------------------------
@@ -123,7 +123,7 @@ def test_a_bad_configuration_names_the_argument_and_changes_nothing(
     with pytest.raises(error, match=word):
         Queue[str](**args)  # type: ignore[arg-type]
     # The target is untouched: still in no system, its ids its own.
-    assert dlq._system is None
+    assert dlq.machine.system is None
     assert dlq.send("after") == "msg-1"
 
 
@@ -131,7 +131,7 @@ def test_the_target_must_be_unbounded(clock: FakeClock) -> None:
     with Queue[str](capacity=3, clock=clock) as bounded:
         with pytest.raises(ValueError, match="dead_letter must be unbounded"):
             Queue[str](max_receives=1, clock=clock, dead_letter=bounded)
-        assert bounded._system is None
+        assert bounded.machine.system is None
 
 
 def test_the_target_must_be_of_the_same_kind(clock: FakeClock) -> None:
@@ -140,7 +140,7 @@ def test_the_target_must_be_of_the_same_kind(clock: FakeClock) -> None:
             FifoQueue[str](max_receives=1, clock=clock, dead_letter=standard)  # type: ignore[arg-type]
         with pytest.raises(ValueError, match="dead_letter must be a queue of the same kind"):
             Queue[str](max_receives=1, clock=clock, dead_letter=fifo)
-        assert standard._system is None and fifo._system is None
+        assert standard.machine.system is None and fifo.machine.system is None
 
 
 def test_the_target_must_share_the_clock_and_not_be_closed(dlq: Queue[str]) -> None:
@@ -161,7 +161,7 @@ def test_a_bad_dedup_interval_does_not_link_the_fifo_source(clock: FakeClock) ->
     with FifoQueue[str](clock=clock) as target:
         with pytest.raises(ValueError, match="dedup_interval must be > 0"):
             FifoQueue[str](max_receives=1, dedup_interval=0, clock=clock, dead_letter=target)
-        assert target._system is None
+        assert target.machine.system is None
 
 
 # -- rule 2: one id space ----------------------------------------------------------------------
@@ -329,7 +329,7 @@ def test_a_chain_moves_a_message_twice(clock: FakeClock) -> None:
         assert c.snapshot().visible[0].attempt == 2
         assert (a.stats().dead, b.stats().dead) == (1, 1)
         check_system([a, b, c])
-        assert a._system is b._system is c._system
+        assert a.machine.system is b.machine.system is c.machine.system
         assert a.send("x") == "msg-1"  # one counter for the three
         assert c.send("y") == "msg-2"
 

@@ -205,7 +205,7 @@ def test_repeated_extensions_keep_expiry_exact_and_the_heap_bounded(
     for n in range(1, 500):
         assert q.change_visibility(a.receipt, 5 + n)
         assert q.change_visibility(b.receipt, 5 + n % 7)
-    assert len(q._core.timers) <= 2 * 2 + 16 + 1  # stale entries are compacted away
+    assert len(q.machine.timers) <= 2 * 2 + 16 + 1  # stale entries are compacted away
     clock.advance(5 + 499 % 7)
     q.sweep()
     assert ids(q.snapshot().visible) == ["b"]

@@ -91,7 +91,7 @@ def assert_lock_intact(q: Queue[Any], probe: CondProbe) -> None:
     assert owns(q.mutex) is False
     assert q.mutex.acquire(timeout=BOUND)
     try:
-        q._check()
+        q.machine.check()
     finally:
         q.mutex.release()
 
@@ -158,7 +158,7 @@ def side_by_side_round(
             iq.send(item)
 
         def items() -> int:
-            return len(iq._core.visible)  # not stats(): with a plain Lock it would deadlock here
+            return len(iq.machine.visible)  # not stats(): with a plain Lock it would deadlock here
 
     else:
         qq: queue.Queue[int] = queue.Queue()
@@ -574,7 +574,7 @@ def test_an_interrupt_in_the_prepare_phase_changes_nothing(storm: SignalStorm, o
         assert owns(q.mutex) is False
         assert q.mutex.acquire(timeout=BOUND)
         try:
-            q._check()
+            q.machine.check()
         finally:
             q.mutex.release()
         assert (q.snapshot(), q.stats()) == before

@@ -231,4 +231,4 @@ def test_stale_timers_are_dropped_as_messages_finish(q: Queue[str]) -> None:
         q.send("x", id=f"m{i}")
         q.delete(q.receive().receipt)
     # Each finished message left a stale retention timer: the heap is rebuilt as they pile up.
-    assert len(q._core.timers) <= 2 * q._core.active() + 16 + 1
+    assert len(q.machine.timers) <= 2 * q.machine.active() + 16 + 1

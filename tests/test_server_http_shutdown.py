@@ -88,10 +88,10 @@ class Waiting:
         return self.inner.queues()
 
     def receivers(self, name: str) -> int:
-        """How many receives wait on queue ``name`` (the impl queue's own count, as
-        tests/test_impl_aio_scale.py reads it: no public hook says a poll is parked)."""
-        q: Any = self.inner._queues[name].q._q
-        return int(q._waiting[q.not_empty])
+        """How many receives wait on queue ``name`` (the queue's own count: no SQS
+        operation says a poll is parked)."""
+        q: Any = self.inner._queues[name].q
+        return int(q.waiting[0])
 
     async def aclose(self) -> None:
         for name in self.inner.queues():

@@ -529,7 +529,7 @@ def _in_transit(tasks: list[_Task]) -> set[tuple[str, int]]:
 
 def _no_sleeping_waiter(q: Any, tasks: list[_Task]) -> Failure | None:
     """``NoSleepingWaiter`` on an idle loop: see the module docstring."""
-    core = inner(q)._core
+    core = inner(q).machine
     for t in tasks:
         if t.task is None or t.task.done() or t.op is None:
             continue

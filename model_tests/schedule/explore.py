@@ -373,7 +373,7 @@ def judge(
     if stuck is not None:
         return stuck
     try:
-        q._check()
+        q.machine.check()
         snap = q.snapshot()
     except AssertionError as e:
         return Failure("INVARIANT", f"Queue._check: {e}")
@@ -436,7 +436,7 @@ def blocked(q: Queue[Any], clock: ControlledClock, sched: Scheduler) -> Failure 
     for t, p in waiting_for:
         cond = p.what
         if t.role == "sweeper":
-            due = q._core.next_due()
+            due = q.machine.next_due()
             if due is not None and due <= clock.time:
                 return Failure(
                     "LOST WAKEUP",
@@ -445,15 +445,15 @@ def blocked(q: Queue[Any], clock: ControlledClock, sched: Scheduler) -> Failure 
                 )
             continue
         op = t.op[0] if t.op else "?"
-        if cond == "not_empty" and op.startswith("receive") and q._core.heads(1):
-            head = q._core.heads(1)[0].id
+        if cond == "not_empty" and op.startswith("receive") and q.machine.heads(1):
+            head = q.machine.heads(1)[0].id
             return Failure(
                 "LOST WAKEUP",
                 f"{t.name} sleeps in {op} at {p.where} while {head!r} is deliverable",
             )
         if cond == "not_full" and op.startswith("send") and not q._shutdown:
             n = len(cast(list[Any], t.op[1][0])) if t.op and op == "send_batch" else 1
-            if q._core.accepts(n) == n if op == "send_batch" else q._core.has_room():
+            if q.machine.accepts(n) == n if op == "send_batch" else q.machine.has_room():
                 return Failure(
                     "LOST WAKEUP", f"{t.name} sleeps in {op} at {p.where} while there is room"
                 )

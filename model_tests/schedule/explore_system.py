@@ -260,7 +260,7 @@ def judge_system(
                 return Failure("STUCK", f"{t.name} still waits in {t.op} at {p.where}")
     try:
         for q in queues.values():
-            q._check()
+            q.machine.check()
     except AssertionError as e:
         return Failure("INVARIANT", f"Queue._check: {e}")
     ordered = [queues[n] for n in NAMES]

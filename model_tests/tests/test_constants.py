@@ -39,10 +39,10 @@ TLA: Final = ROOT / "tla"
 
 
 def impl_modules(name: str) -> list[ModuleType]:
-    """The modules of ``impl`` that define ``name``: ``impl.queue`` always, ``impl.core`` too
+    """The modules of ``impl`` that define ``name``: ``impl.queue`` always, ``impl.machine`` too
     where the engine defines it (they must then agree)."""
     found = []
-    for module in ("impl.queue", "impl.core", "impl.validate"):
+    for module in ("impl.queue", "impl.machine", "impl.validate"):
         try:
             m = importlib.import_module(module)
         except ModuleNotFoundError:

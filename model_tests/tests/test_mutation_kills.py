@@ -393,18 +393,18 @@ def test_the_expiry_heap_is_rebuilt_when_it_passes_its_bound_and_no_oftener(
     q.close()
     held = [q.receive(block=False) for _ in range(n)]
     rebuilds = 0
-    real = q._core.compact
+    real = q.machine.compact
 
     def counting() -> None:
         nonlocal rebuilds
         rebuilds += 1
         real()
 
-    monkeypatch.setattr(q._core, "compact", counting)
+    monkeypatch.setattr(q.machine, "compact", counting)
     largest = 0
     for k in range(arms):
         assert q.change_visibility(held[0].receipt, 10.0 + k)
-        largest = max(largest, len(q._core.timers))
+        largest = max(largest, len(q.machine.timers))
     assert largest == 2 * n + 16, "the heap is not rebuilt exactly when it passes its bound"
     assert 1 <= rebuilds <= arms // (n + 16) + 1
 
@@ -439,7 +439,7 @@ def test_the_self_check_names_the_invariant_it_finds_broken() -> None:
     assertion says which one, by the contract's name. Here an id is slipped into the accepted
     set behind the queue's back, so the ids no longer add up: ``OneState``."""
     q = _queue()
-    q._core.accepted.add("ghost")  # no message of any state has this id
+    q.machine.accepted.add("ghost")  # no message of any state has this id
     with pytest.raises(AssertionError, match=r"^OneState$"):
         q.send("x")
 

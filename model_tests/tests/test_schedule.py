@@ -119,7 +119,7 @@ class SpinningQueue(Queue[Any]):
     """A receive that busy-waits (reads the clock in a loop) instead of waiting."""
 
     def _wait_deliverable(self, block: bool, wait: float | None) -> None:
-        while not self._core.deliverable():
+        while not self.machine.deliverable():
             self.mutex.release()
             self.mutex.acquire()
 
