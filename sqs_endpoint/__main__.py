@@ -35,9 +35,20 @@ def _loopback(host: str) -> bool:
         return False
 
 
+#: The console script (pyproject.toml's ``[project.scripts]``) and the same command from a clone.
+SCRIPT = "sqs-endpoint"
+MODULE_COMMAND = "python -m sqs_endpoint"
+
+
+def prog() -> str:
+    """How the endpoint was started: its console script, or ``python -m``; what its usage and
+    its one-line errors are prefixed with."""
+    return SCRIPT if pathlib.Path(sys.argv[0]).name == SCRIPT else MODULE_COMMAND
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog="python -m sqs_endpoint",
+        prog=prog(),
         description=(
             "An SQS endpoint over this project's model-checked queues: AWS JSON 1.0 and the "
             "query protocol, for unmodified SQS clients. No credentials are checked."
@@ -50,21 +61,30 @@ def parser() -> argparse.ArgumentParser:
         "--port", type=int, default=9324, help="port to listen on (default 9324; 0: any)"
     )
     p.add_argument(
-        "--config", type=pathlib.Path, help="TOML file of queues to create at start ([[queue]])"
+        "--config",
+        type=pathlib.Path,
+        metavar="FILE",
+        help="TOML file of queues to create at start ([[queue]])",
     )
     p.add_argument(
         "--clock",
         choices=("real", "fake"),
         default="real",
-        help="real: time runs; fake: frozen until advanced (POST /_control/clock/advance)",
+        help="real (default): time runs; fake: frozen until advanced "
+        "(POST /_control/clock/advance)",
     )
-    p.add_argument("--record", type=pathlib.Path, help="directory to record every queue's trace in")
+    p.add_argument(
+        "--record",
+        type=pathlib.Path,
+        metavar="DIR",
+        help="directory to record every queue's trace in",
+    )
     p.add_argument(
         "--idle-timeout",
         type=float,
         default=DEFAULT_IDLE_TIMEOUT,
         metavar="SECONDS",
-        help="close a connection that sends no request for this long "
+        help="close a connection that sends no request, or reads no answer, for this long "
         f"(default {DEFAULT_IDLE_TIMEOUT:g}; a waiting long poll is not idle)",
     )
     p.add_argument(
@@ -90,9 +110,35 @@ def parser() -> argparse.ArgumentParser:
 #: The one line ``main`` prints when the ``server`` extra (botocore, for its SQS service model)
 #: is not installed: the package itself imports without it, the endpoint cannot start.
 MISSING_EXTRA = (
-    "sqs-endpoint: the endpoint needs botocore (the 'server' extra): "
+    "the endpoint needs botocore (the 'server' extra): "
     "pip install '.[server]' in a clone of sqs-queue-reference (or from its git URL)"
 )
+
+
+#: Open files the process needs beside its connections (the listening socket, the event loop's
+#: selector and wakeup pipe, stdio, a trace file per queue with --record, and the connections
+#: past the cap that are being answered 503).
+FILES_BESIDE_CONNECTIONS = 256
+
+
+def raise_file_limit(wanted: int) -> int | None:
+    """Raise this process's soft limit on open files to ``wanted`` (at most the hard limit), as
+    servers do at start: a connection is an open file, and a soft limit of 1024 (common) would
+    stop accepting long before the default cap on connections. The limit now, or None where
+    there is no such limit to read (not Unix)."""
+    try:
+        import resource
+    except ImportError:  # pragma: no cover - Windows
+        return None
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY or soft >= wanted:
+        return soft
+    new = wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
+    try:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (new, hard))
+    except (ValueError, OSError):  # above what the system allows a process (macOS)
+        return soft
+    return new
 
 
 def _has_botocore() -> bool:
@@ -106,23 +152,35 @@ def _has_botocore() -> bool:
 def main(argv: list[str] | None = None) -> int:
     """Run the endpoint until Ctrl-C or SIGTERM; the exit status (also a console script's)."""
     args = parser().parse_args(argv)
+    name = prog()
     if not _has_botocore():
-        print(MISSING_EXTRA, file=sys.stderr)
+        print(f"{name}: {MISSING_EXTRA}", file=sys.stderr)
         return 2
     logging.basicConfig(
         level=logging.INFO if args.verbose else logging.WARNING,
         format="%(asctime)s %(name)s %(levelname)s %(message)s",
     )
     if not 0 <= args.port <= 65535:
-        print(
-            f"python -m sqs_endpoint: --port must be in 0..65535, got {args.port}", file=sys.stderr
-        )
+        print(f"{name}: --port must be in 0..65535, got {args.port}", file=sys.stderr)
         return 2
     try:
         check_limits(args.idle_timeout, args.header_timeout, args.max_connections)
     except ValueError as e:
-        print(f"python -m sqs_endpoint: --{str(e).replace('_', '-')}", file=sys.stderr)
+        print(f"{name}: --{str(e).replace('_', '-')}", file=sys.stderr)
         return 2
+    wanted = args.max_connections + FILES_BESIDE_CONNECTIONS
+    files = raise_file_limit(wanted)
+    if files is not None and files < wanted:
+        # Past the open-file limit a new connection waits in the kernel's queue, unanswered,
+        # instead of being answered 503 (docs/server.md, "Connection limits"): said at start.
+        print(
+            f"{name}: warning: the open-file limit ({files}) is below --max-connections "
+            f"{args.max_connections} + {FILES_BESIDE_CONNECTIONS}: once it is reached a new "
+            "connection waits unanswered instead of being answered 503; raise it (ulimit -n) "
+            "or lower --max-connections",
+            file=sys.stderr,
+            flush=True,
+        )
     try:
         endpoint = serve(
             args.host,
@@ -135,11 +193,11 @@ def main(argv: list[str] | None = None) -> int:
             max_connections=args.max_connections,
         )
     except ConfigError as e:
-        print(f"python -m sqs_endpoint: {e}", file=sys.stderr)
+        print(f"{name}: {e}", file=sys.stderr)
         return 2
     except OSError as e:
         print(
-            f"python -m sqs_endpoint: cannot listen on {args.host}:{args.port}: {e}",
+            f"{name}: cannot listen on {args.host}:{args.port}: {e}",
             file=sys.stderr,
         )
         return 1

@@ -52,7 +52,15 @@ from sqs_endpoint.http import (
 )
 from sqs_endpoint.service import Service
 
-__all__ = ["ConfigError", "Endpoint", "QueueSpec", "ServiceFactory", "load_config", "serve"]
+__all__ = [
+    "QUEUE_KEYS",
+    "ConfigError",
+    "Endpoint",
+    "QueueSpec",
+    "ServiceFactory",
+    "load_config",
+    "serve",
+]
 
 log = logging.getLogger("sqs_endpoint.endpoint")
 
@@ -87,6 +95,8 @@ class QueueSpec:
     name: str
     attributes: dict[str, str] = field(default_factory=dict)
     tags: dict[str, str] = field(default_factory=dict)
+    #: Where it was read (``"queues.toml: queue 2"``), for the error that stops a start.
+    origin: str = field(default="config", compare=False)
 
     def request(self) -> dict[str, Any]:
         """The ``CreateQueue`` request, in the model's member names."""
@@ -113,6 +123,10 @@ def _table(where: str, value: object) -> dict[str, str]:
     if not isinstance(value, dict):
         raise ConfigError(f"{where} must be a table, got {type(value).__name__}")
     return {str(k): _text(f"{where}.{k}", v) for k, v in value.items()}
+
+
+#: The keys of a config's ``[[queue]]`` table (docs/server.md, "Running it as a service").
+QUEUE_KEYS: tuple[str, ...] = ("name", "attributes", "tags")
 
 
 def load_config(source: str | pathlib.Path | Mapping[str, Any]) -> list[QueueSpec]:
@@ -145,9 +159,9 @@ def load_config(source: str | pathlib.Path | Mapping[str, Any]) -> list[QueueSpe
         at = f"{where}: queue {i}"
         if not isinstance(entry, dict):
             raise ConfigError(f"{at} must be a table, got {type(entry).__name__}")
-        extra = sorted(set(entry) - {"name", "attributes", "tags"})
+        extra = sorted(set(entry) - set(QUEUE_KEYS))
         if extra:
-            raise ConfigError(f"{at}: unknown key {extra[0]!r} (name, attributes, tags)")
+            raise ConfigError(f"{at}: unknown key {extra[0]!r} ({', '.join(QUEUE_KEYS)})")
         name = entry.get("name")
         if not isinstance(name, str) or not name:
             raise ConfigError(f"{at}: name must be a non-empty string, got {name!r}")
@@ -156,6 +170,7 @@ def load_config(source: str | pathlib.Path | Mapping[str, Any]) -> list[QueueSpe
                 name,
                 _table(f"{at}.attributes", entry.get("attributes", {})),
                 _table(f"{at}.tags", entry.get("tags", {})),
+                at,
             )
         )
     return specs
@@ -353,7 +368,7 @@ class Endpoint:
                 params = app.model.validate_input("CreateQueue", spec.request())
                 await service.call("CreateQueue", params, base_url=self.url)
             except SqsError as e:
-                raise ConfigError(f"config: queue {spec.name!r}: {e.code}: {e.message}") from None
+                raise ConfigError(f"{spec.origin} ({spec.name!r}): {e.code}: {e.message}") from None
 
     async def _shutdown(self) -> None:
         if self._http is not None:

@@ -19,6 +19,10 @@ the server or hang a connection:
 - keep-alive: HTTP/1.1's default, ``Connection: close`` honoured, HTTP/1.0 only with
   ``Connection: keep-alive``; requests pipelined on one connection are answered in order;
 - ``TCP_NODELAY`` on every accepted socket: a response is one write, sent at once;
+- connection limits, in real seconds (the ``DEFAULT_*`` constants): a connection that sends no
+  request, or does not read its answer, for ``idle_timeout`` is dropped; a request not whole
+  ``header_timeout`` after its first byte is answered 408; past ``max_connections`` open ones
+  a new connection's request is answered 503. A handler that runs (a long poll) is not idle;
 - the client leaving is seen while a handler runs: each connection's reader sets an event when
   the peer's EOF or a reset arrives (the stream protocol's ``eof_received`` and
   ``connection_lost``), without reading a byte, so request bytes pipelined meanwhile stay
@@ -77,7 +81,9 @@ LISTEN_BACKLOG = 1024
 #: Seconds a connection may wait for the first byte of its next request (and a new connection
 #: for its first): a kept-alive client that sends nothing is closed, silently. A waiting long
 #: poll is not idle (the handler runs, no request is awaited). botocore opens a new connection
-#: when a pooled one was closed, so a closed idle connection costs a client nothing.
+#: when a pooled one was closed, so a closed idle connection costs a client nothing. An answer
+#: its client has not read within as long is dropped with its connection (a client that reads
+#: nothing holds nothing).
 DEFAULT_IDLE_TIMEOUT = 60.0
 #: Seconds a request's head and body may take to arrive from its first byte: a client that
 #: sends half a request is answered 408 and closed.
@@ -304,7 +310,8 @@ class HttpServer:
 
     async def close(self) -> None:
         """Stop listening, cancel every connection (and the handler it runs) and wait for them
-        and for their sockets to close. Idempotent."""
+        and for their sockets to close; an answer still unread by its client is dropped, not
+        waited for. Idempotent."""
         self._closing = True
         server = self._server
         if server is not None and server.is_serving():
@@ -322,9 +329,13 @@ class HttpServer:
             server.close()
         while self._connections:  # a connection made meanwhile is closed too
             pending = dict(self._connections)
-            for task in pending:
+            for task, writer in pending.items():
                 if task not in self._ending:
                     task.cancel()
+                elif writer.transport.get_write_buffer_size():
+                    # Closing already, its last answer not yet flushed to a client that may
+                    # never read it: the server stopping does not wait for that client.
+                    writer.transport.abort()
             await asyncio.gather(*pending, return_exceptions=True)
             for writer in pending.values():
                 with contextlib.suppress(Exception):
@@ -396,9 +407,7 @@ class HttpServer:
             task = asyncio.current_task()
             if task is not None:
                 self._ending.add(task)
-            writer.close()
-            with contextlib.suppress(Exception):
-                await writer.wait_closed()
+            await self._close_writer(writer)
 
     async def _requests(
         self,
@@ -454,6 +463,23 @@ class HttpServer:
             await self._write(writer, response, head, close=close)
             if close:
                 return
+
+    async def _close_writer(self, writer: asyncio.StreamWriter) -> None:
+        # Closing a transport first flushes what it still buffers, and a client that reads
+        # nothing would hold that flush, and this task, forever: the flush is bounded as a
+        # write is (_write), and not waited for at all once the server is closing.
+        if self._closing and writer.transport.get_write_buffer_size():
+            writer.transport.abort()
+        writer.close()
+        try:
+            async with asyncio.timeout(self.idle_timeout):
+                await writer.wait_closed()
+        except TimeoutError:
+            writer.transport.abort()
+            with contextlib.suppress(Exception):
+                await writer.wait_closed()
+        except Exception:
+            pass  # the connection's error (a reset): it is closed all the same
 
     def _refused(self, request: Request | None, error: HttpError) -> Response:
         try:
@@ -655,9 +681,13 @@ class HttpServer:
 
     # -- writing ----------------------------------------------------------------------------------
 
-    @staticmethod
     async def _write(
-        writer: asyncio.StreamWriter, response: Response, head: Request | None, *, close: bool
+        self,
+        writer: asyncio.StreamWriter,
+        response: Response,
+        head: Request | None,
+        *,
+        close: bool,
     ) -> None:
         status = response.status
         lines = [f"HTTP/1.1 {status} {_reason(status)}"]
@@ -680,4 +710,12 @@ class HttpServer:
         if not bodyless and (head is None or head.method != "HEAD"):
             data += response.body
         writer.write(data)
-        await writer.drain()
+        try:
+            # A client that does not read its answer would hold the connection, and the
+            # answer's buffer, for as long as it likes: it has idle_timeout seconds to read
+            # it, as it has to send its next request; then the connection is dropped.
+            async with asyncio.timeout(self.idle_timeout):
+                await writer.drain()
+        except TimeoutError:
+            writer.transport.abort()
+            raise _Closed from None

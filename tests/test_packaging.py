@@ -1,7 +1,6 @@
 """The built wheel ships the four layers (``spec``, ``impl``, ``model_tests``, ``tla``) and the SQS
 endpoint (``sqs_endpoint``) with their subpackages, no tests, and each entry point it ships runs
-once
-installed.
+once installed.
 
 The wheel is built once for the module from a copy of the checkout (its tracked and untracked,
 not ignored files, as a clean clone would have them), with the ``setuptools`` of this
@@ -12,7 +11,11 @@ fresh virtual environment (no ``--system-site-packages``) and run each documente
 imported from the checkout. What an entry point needs beyond the wheel is exactly what the
 wheel's metadata says its extra needs (``model_tests.conformance``: the ``conformance`` extra,
 ``hypothesis`` among it); those distributions are linked into the fresh environment from this
-one (offline), and only when the entry point's extra is tested.
+one (offline), and only when the entry point's extra is tested. The console scripts
+(``sqs-endpoint``, ``sqs-conformance``) run from a working directory that holds a user's own
+``server.py`` (and modules named like the other shipped packages), and without their extra
+exit 2 with one line; docs/server.md's quick start runs in an environment that has the wheel
+and its ``fixtures`` extra alone, and so does a user's test with the plugin's fixtures.
 
 ``bench``, ``examples``, ``tools``, ``tests`` and ``model_tests/tests`` belong to the repository,
 not to the installed library: ``python -m bench``,
@@ -109,11 +112,11 @@ class Installed:
         return self.run_argv([str(self.script(name)), *args])
 
     def run_argv(
-        self, argv: list[str], stdin: str | None = None
+        self, argv: list[str], stdin: str | None = None, cwd: Path | None = None
     ) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
             argv,
-            cwd=self.outside,
+            cwd=self.outside if cwd is None else cwd,
             env=self.env(),
             input=stdin,
             capture_output=True,
@@ -374,7 +377,7 @@ def test_each_console_script_answers_help_like_its_python_m(
     _, _, module = SCRIPTS[script]
     done = with_extras.run_script(script, "--help")
     assert done.returncode == 0, done.stdout + done.stderr
-    assert done.stdout.startswith("usage: "), done.stdout
+    assert done.stdout.startswith(f"usage: {script} "), done.stdout  # its own name, not python -m
     _, options = ENTRY_POINTS[module]
     missing = [o for o in options if not re.search(rf"(?<![\w-]){re.escape(o)}\b", done.stdout)]
     assert missing == [], done.stdout
@@ -403,6 +406,23 @@ def test_a_command_without_its_extra_exits_2_with_one_line_naming_it(
             lines = done.stderr.splitlines()
             assert len(lines) == 1, (command, done.stderr)
             assert re.search(rf"\[{extra}\]|\b{extra}\b.*\bextra\b", lines[0]), lines[0]
+
+
+#: Modules a user's project may have under the names of the other shipped packages. Only the
+#: endpoint's was renamed (server -> sqs_endpoint); the console scripts do not put the working
+#: directory on the import path, so none of these is imported in place of the installed one.
+USERS_MODULES = ("server", "impl", "spec", "tla", "model_tests")
+
+
+@pytest.mark.parametrize("script", sorted(SCRIPTS))
+def test_the_console_scripts_run_beside_a_users_modules_of_the_shipped_names(
+    with_extras: Installed, script: str, tmp_path: Path
+) -> None:
+    for name in USERS_MODULES:
+        (tmp_path / f"{name}.py").write_text(USERS_SERVER.replace("server", name))
+    done = with_extras.run_argv([str(with_extras.script(script)), "--help"], cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.startswith(f"usage: {script} "), done.stdout
 
 
 def read_line(process: subprocess.Popen[str]) -> str:
@@ -454,6 +474,83 @@ def test_the_installed_endpoint_serves_its_config_and_stops_on_sigterm(
         if process.poll() is None:
             process.kill()
             process.communicate()
+
+
+# -- the endpoint's quick start (docs/server.md), with the fixtures extra alone ---------------
+
+SERVER_PAGE = ROOT / "docs" / "server.md"
+#: Where the quick start's endpoint listens (the endpoint's default); a test's own is elsewhere.
+DEFAULT_URL = "http://127.0.0.1:9324"
+
+
+def quick_start_blocks() -> dict[str, str]:
+    """The fenced blocks of docs/server.md's "Quick start" section, by language (one each)."""
+    text = SERVER_PAGE.read_text(encoding="utf-8")
+    section = text.split("## Quick start\n", 1)[1].split("\n## ", 1)[0]
+    blocks = re.findall(r"^```(\w+)\n(.*?)^```$", section, flags=re.DOTALL | re.MULTILINE)
+    languages = [language for language, _ in blocks]
+    assert sorted(languages) == ["python", "sh"], languages
+    return {language: code for language, code in blocks}
+
+
+@pytest.fixture(scope="module")
+def with_fixtures(
+    built: Built, wheel: zipfile.ZipFile, tmp_path_factory: pytest.TempPathFactory
+) -> Installed:
+    """The wheel in a fresh environment with the ``fixtures`` extra's distributions alone: what
+    the quick start's ``pip install '.[fixtures]'`` installs."""
+    env = install_wheel(built, tmp_path_factory.mktemp("fixtures"))
+    fields = wheel_metadata(wheel)
+    link_into(env.site, closure(requirements_of_extra(fields, "fixtures"), fields))
+    return env
+
+
+def test_the_quick_start_installs_the_fixtures_extra_and_starts_the_script() -> None:
+    shell = quick_start_blocks()["sh"]
+    assert "pip install '.[fixtures]'" in shell
+    assert re.search(r"^\.venv/bin/sqs-endpoint\b", shell, flags=re.MULTILINE), shell
+    assert DEFAULT_URL in shell
+
+
+def test_the_quick_start_serves_boto3_with_the_fixtures_extra_alone(
+    with_fixtures: Installed,
+) -> None:
+    # sqs-endpoint as the quick start starts it (on a free port here), and its boto3 block,
+    # unchanged but for that port, prints the queue URL its comment says.
+    code = quick_start_blocks()["python"]
+    printed = re.search(r"# (http://\S+)$", code, flags=re.MULTILINE)
+    assert printed, code
+    argv = [str(with_fixtures.script("sqs-endpoint")), "--port", "0"]
+    process = subprocess.Popen(
+        argv, cwd=with_fixtures.outside, env=with_fixtures.env(), stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        found = re.search(r"(http://127\.0\.0\.1:\d+) ", read_line(process))
+        assert found
+        url = found.group(1)
+        done = with_fixtures.run("-c", code.replace(DEFAULT_URL, url))
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert done.stdout.splitlines() == [printed.group(1).replace(DEFAULT_URL, url)]
+        process.send_signal(signal.SIGTERM)
+        out, err = process.communicate(timeout=STEP_BOUND)
+        assert process.returncode == 0, out + err
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+
+
+def test_the_fixtures_extra_runs_a_users_test_with_the_plugins_fixtures(
+    with_fixtures: Installed,
+) -> None:
+    # A user's test file using sqs_client and sqs_advance, beside the user's server.py: pytest
+    # of the fresh environment finds the plugin through its entry point.
+    example = ROOT / "examples" / "test_sqs_redelivery.py"
+    shutil.copy(example, with_fixtures.outside / example.name)
+    done = with_fixtures.run("-m", "pytest", "-q", "-p", "no:cacheprovider", example.name)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "1 passed" in done.stdout, done.stdout
 
 
 def test_the_installed_spec_writes_its_explorer_page(installed: Installed) -> None:

@@ -4,9 +4,10 @@ half-close cancels the wait through the asyncio queue's cancellation path (contr
 ``Cancel``/``Withdraw``/``PassOn`` in tla/AsyncQueue.tla). A message sent after the client left
 goes to the next live receiver at once, never to the dead poll.
 
-Coordination is by events: a spy around the real service says when the dead poll's
-ReceiveMessage reached the service and when it returned, so no test sleeps to decide anything;
-the 20 s of the poll are far above every bound waited on.
+Coordination is by events and state: a spy around the real service says when the dead poll's
+ReceiveMessage reached the service and when it returned, and the queue's own count of waiting
+receives (``AsyncQueue.waiting``) says when a poll is parked, read on the endpoint's loop; no
+test sleeps to decide anything, and the 20 s of the poll are far above every bound waited on.
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ import json
 import socket
 import struct
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import boto3  # type: ignore[import-untyped]
@@ -54,6 +56,12 @@ class _Spy:
     def queues(self) -> list[str]:
         return self.inner.queues()
 
+    def receivers(self, name: str) -> int:
+        """How many receives wait on queue ``name`` now (the impl queue's own count: no SQS
+        operation says a poll is parked). Read on the endpoint's loop."""
+        q: Any = self.inner._queues[name].q
+        return int(q.waiting[0])
+
     async def aclose(self) -> None:
         await self.inner.aclose()
 
@@ -70,6 +78,16 @@ def served() -> Iterator[tuple[sqs_endpoint.Endpoint, _Spy]]:
         yield ep, spies[0]
 
 
+def _until(ep: sqs_endpoint.Endpoint, what: Callable[[], bool], about: str) -> None:
+    """Hop to the endpoint's loop until ``what()`` holds there (TIMEOUT seconds at most: a
+    bound, never what decides)."""
+    end = time.monotonic() + TIMEOUT
+    while time.monotonic() < end:
+        if ep._on_loop(what):
+            return
+    raise AssertionError(f"not within {TIMEOUT} s: {about}")
+
+
 def _client(url: str, **config: Any) -> Any:
     return boto3.client(
         "sqs",
@@ -81,11 +99,15 @@ def _client(url: str, **config: Any) -> Any:
     )
 
 
+def _name(fifo: bool) -> str:
+    return "jobs.fifo" if fifo else "jobs"
+
+
 def _queue(sqs: Any, fifo: bool) -> str:
     if fifo:
         attributes = {"FifoQueue": "true", "ContentBasedDeduplication": "true"}
-        return str(sqs.create_queue(QueueName="jobs.fifo", Attributes=attributes)["QueueUrl"])
-    return str(sqs.create_queue(QueueName="jobs")["QueueUrl"])
+        return str(sqs.create_queue(QueueName=_name(fifo), Attributes=attributes)["QueueUrl"])
+    return str(sqs.create_queue(QueueName=_name(fifo))["QueueUrl"])
 
 
 def _send(sqs: Any, url: str, fifo: bool, body: str) -> None:
@@ -138,10 +160,13 @@ def test_a_poll_whose_client_left_takes_nothing(
     url = _queue(sqs, fifo)
     sock = _raw_poll(ep, url, n)
     assert spy.entered.wait(TIMEOUT)
+    _until(ep, lambda: spy.receivers(_name(fifo)) == 1, "the poll is parked")
     _leave(sock, how)
-    # The dead poll ends when its client leaves, not after its 20 s, and answers nothing.
+    # The dead poll ends when its client leaves, not after its 20 s, answers nothing, and no
+    # longer waits on the queue.
     assert spy.ended.wait(TIMEOUT)
     assert spy.answers == [{}]
+    assert ep._on_loop(lambda: spy.receivers(_name(fifo))) == 0
     _send(sqs, url, fifo, "after-the-client-left")
     assert _not_visible(sqs, url) == 0
     got = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=n, WaitTimeSeconds=0)
@@ -150,31 +175,38 @@ def test_a_poll_whose_client_left_takes_nothing(
 
 
 @pytest.mark.parametrize("fifo", [False, True], ids=["standard", "fifo"])
+@pytest.mark.parametrize("how", ["close", "reset", "half-close"])
 def test_a_live_receiver_behind_a_dead_poll_gets_the_message_at_once(
-    served: tuple[sqs_endpoint.Endpoint, _Spy], fifo: bool
+    served: tuple[sqs_endpoint.Endpoint, _Spy], fifo: bool, how: str
 ) -> None:
+    # The dead poll is first in line (parked first), a live one waits behind it; the dead
+    # one's client leaves, then a message is sent: the live one gets it at once (not after
+    # the dead poll's 20 s, not after a visibility timeout), the dead one took nothing.
     ep, spy = served
     sqs = _client(ep.url)
     url = _queue(sqs, fifo)
+    name = _name(fifo)
     dead = _raw_poll(ep, url, 10)
     assert spy.entered.wait(TIMEOUT)
-    dead.close()
-    assert spy.ended.wait(TIMEOUT)
+    _until(ep, lambda: spy.receivers(name) == 1, "the dead poll is parked")
     got: list[dict[str, Any]] = []
-    live_waiting = threading.Event()
 
     def live() -> None:
-        live_waiting.set()
         got.append(_client(ep.url).receive_message(QueueUrl=url, WaitTimeSeconds=POLL_SECONDS))
 
     receiver = threading.Thread(target=live)
     receiver.start()
-    assert live_waiting.wait(TIMEOUT)
+    _until(ep, lambda: spy.receivers(name) == 2, "the live poll is parked behind it")
+    _leave(dead, how)
+    assert spy.ended.wait(TIMEOUT)
+    assert spy.answers == [{}]  # the dead poll, first in line, ended and answered nothing
+    assert ep._on_loop(lambda: spy.receivers(name)) == 1  # the live one still waits
     _send(sqs, url, fifo, "for-the-live-one")
     receiver.join(TIMEOUT)
     assert not receiver.is_alive()  # answered at once, not after the dead poll's 20 s
     assert [m["Body"] for m in got[0]["Messages"]] == ["for-the-live-one"]
-    assert len(spy.answers) == 2 and spy.answers[0] == {}
+    assert len(spy.answers) == 2
+    dead.close()
 
 
 @pytest.mark.parametrize("fifo", [False, True], ids=["standard", "fifo"])
@@ -191,6 +223,7 @@ def test_a_boto3_read_timeout_leaves_nothing_taken(
     impatient.close()
     assert spy.ended.wait(TIMEOUT)
     assert spy.answers == [{}]
+    assert ep._on_loop(lambda: spy.receivers(_name(fifo))) == 0
     _send(sqs, url, fifo, "after-the-timeout")
     assert _not_visible(sqs, url) == 0
     got = sqs.receive_message(QueueUrl=url, WaitTimeSeconds=0)

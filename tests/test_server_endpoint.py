@@ -302,11 +302,18 @@ def test_a_missing_config_file(tmp_path: pathlib.Path) -> None:
         sqs_endpoint.serve(port=0, config=tmp_path / "none.toml")
 
 
-def test_a_config_queue_the_service_refuses_stops_the_start() -> None:
+def test_a_config_queue_the_service_refuses_stops_the_start(tmp_path: pathlib.Path) -> None:
     before = len(_endpoint_threads())
     bad = {"queue": [{"name": "bad name!"}]}
     with pytest.raises(ConfigError, match="bad name!"):
         sqs_endpoint.serve(port=0, config=bad)
+    assert len(_endpoint_threads()) == before
+    # From a file: the file, the queue's place in it and its name.
+    path = tmp_path / "queues.toml"
+    path.write_text('[[queue]]\nname = "ok"\n\n[[queue]]\nname = "bad name!"\n')
+    with pytest.raises(ConfigError) as info:
+        sqs_endpoint.serve(port=0, config=path)
+    assert str(info.value).startswith(f"{path}: queue 2 ('bad name!'): "), info.value
     assert len(_endpoint_threads()) == before
 
 
@@ -379,7 +386,11 @@ def test_main_bad_config_exits_2(tmp_path: pathlib.Path) -> None:
         timeout=60,
     )
     assert result.returncode == 2
-    assert "name" in result.stderr
+    # One line naming the command, the file, the queue and the key (docs/server.md, "Running
+    # it as a service").
+    assert result.stderr.splitlines() == [
+        f"python -m sqs_endpoint: {config}: queue 1: name must be a non-empty string, got None"
+    ]
 
 
 def test_main_without_the_server_extra_exits_2_with_one_line() -> None:
@@ -411,7 +422,8 @@ def test_main_is_a_console_script_target() -> None:
         [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60
     )
     assert result.returncode == 2
-    assert "--port must be in 0..65535" in result.stderr
+    # Its errors name the command as it was run.
+    assert result.stderr.splitlines() == ["sqs-endpoint: --port must be in 0..65535, got 70000"]
 
 
 def test_real_clock_redelivery_wakes_a_long_poll() -> None:

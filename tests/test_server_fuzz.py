@@ -10,7 +10,9 @@ every error, every queue's attributes and tags must be what they were. Raw bytes
 HTTP request must be answered with a 4xx or closed, and the endpoint must keep serving.
 
 The clock is frozen and a receive never long-polls here (``WaitTimeSeconds`` is 0 when valid),
-so no example waits.
+so no example waits; except in the last property, where clients leave or are slow on purpose:
+a request cut short, then closed, reset, half-closed, stalled or trickled in byte by byte, and
+whole long polls whose client leaves (each must be withdrawn from the queue it waited on).
 """
 
 from __future__ import annotations
@@ -19,18 +21,20 @@ import base64
 import http.client
 import json
 import re
+import select
 import socket
 import struct
+import time
 import urllib.parse
 import xml.etree.ElementTree as ET
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from functools import cache
 from typing import Any
 
 import botocore.model  # type: ignore[import-untyped]
 import botocore.serialize  # type: ignore[import-untyped]
 import pytest
-from hypothesis import HealthCheck, assume, event, given, settings
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 import sqs_endpoint
@@ -405,6 +409,26 @@ def impatient() -> Iterator[Target]:
             t.conn.close()
 
 
+def receivers(target: Target, name: str) -> int:
+    """How many receives wait on queue ``name`` (the impl queue's own count), on the loop."""
+    service: Any = target.ep.service
+
+    def count() -> int:
+        return int(service._queues[name].q.waiting[0])
+
+    return target.ep._on_loop(count)
+
+
+def wait_until(what: Callable[[], bool], about: str) -> None:
+    """Until ``what()`` holds (each try a hop to the endpoint's loop); TIMEOUT seconds at most:
+    a bound, never what decides."""
+    end = time.monotonic() + TIMEOUT
+    while time.monotonic() < end:
+        if what():
+            return
+    raise AssertionError(f"not within {TIMEOUT} s: {about}")
+
+
 def wire_request(target: Target, op: str) -> bytes:
     """A valid AWS JSON 1.0 request of ``op`` as raw bytes: one that changes a queue if it
     arrives whole (or, for the long poll, waits on the empty dead-letter queue)."""
@@ -430,34 +454,50 @@ def wire_request(target: Target, op: str) -> bytes:
 @given(
     op=st.sampled_from(["SendMessage", "DeleteMessage", "PurgeQueue", "ReceiveMessage"]),
     cut=st.floats(min_value=0.0, max_value=1.0),
-    how=st.sampled_from(["close", "reset", "half-close", "stall"]),
+    how=st.sampled_from(["close", "reset", "half-close", "stall", "trickle"]),
+    whole_poll=st.booleans(),
 )
 def test_a_client_that_leaves_or_stalls_mid_request_changes_nothing(
-    impatient: Target, op: str, cut: float, how: str
+    impatient: Target, op: str, cut: float, how: str, whole_poll: bool
 ) -> None:
     # A request cut short (never whole: at most all but its last byte), then the client closes,
-    # resets, half-closes or just stops; or a whole long poll whose client then leaves. Either
-    # way no queue changes, any answer is < 500, and the endpoint goes on serving.
+    # resets, half-closes or just stops, or it trickles in a byte at a time (a slow client:
+    # each byte within the idle timeout, the whole never within the header timeout); or a
+    # whole long poll whose client leaves once it waits. Either way no queue changes, any
+    # answer is < 500, a poll whose client left no longer waits, and the endpoint goes on.
     target = impatient
     target.ensure()
     before = target.snapshot()
     raw = wire_request(target, op)
-    whole = op == "ReceiveMessage" and cut == 1.0
-    assume(not (whole and how == "stall"))  # a whole long poll that stays: a live client
+    whole = op == "ReceiveMessage" and whole_poll and how not in ("stall", "trickle")
+    if whole:
+        event(f"a whole long poll, then {how}")
     sent = raw if whole else raw[: int(cut * (len(raw) - 1))]
     with socket.create_connection(("127.0.0.1", target.ep.port), timeout=TIMEOUT) as sock:
-        sock.sendall(sent)
+        if how == "trickle":
+            # Paced by the wait for the server's answer: a byte each 0.05 s until it answers
+            # (a 408 once the header timeout has passed) or the cut request is all out.
+            for i in range(len(sent)):
+                if select.select([sock], [], [], 0.05)[0]:
+                    break
+                sock.sendall(sent[i : i + 1])
+        else:
+            sock.sendall(sent)
+        if whole:
+            wait_until(lambda: receivers(target, "dlq") == 1, "the long poll waits")
         if how == "reset":
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
         elif how == "half-close":
             sock.shutdown(socket.SHUT_WR)
-        if how in ("half-close", "stall"):
+        if how in ("half-close", "stall", "trickle"):
             # The server ends it: an answer (a 408 past the header timeout, an empty receive),
             # or a close without one (nothing was asked, or the client had left).
             data = sock.makefile("rb").read()
             event(f"{how}: {'answered' if data else 'closed'}")
             if data:
                 assert int(data.split(b" ", 2)[1]) < 500, data[:300]
+    if whole:
+        wait_until(lambda: receivers(target, "dlq") == 0, "the left poll is withdrawn")
     assert target.snapshot() == before
     status, _, _ = target.post(
         b"{}",

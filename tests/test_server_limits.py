@@ -4,23 +4,32 @@ timeout, a header timeout and a cap on open connections, each a ``serve()`` keyw
 
 The limits are real-time transport bounds, so the tests set them small (a fraction of a second)
 and wait for the server's answer or EOF with bounds far above them: what is decided is what
-arrives (EOF, a 408, a 503), never how long it took.
+arrives (EOF, a 408, a 503, a cut answer), never how long it took.
 """
 
 from __future__ import annotations
 
 import json
+import resource
+import select
+import selectors
+import signal
 import socket
 import subprocess
 import sys
-from collections.abc import Iterator
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import boto3  # type: ignore[import-untyped]
 import botocore.config  # type: ignore[import-untyped]
+import botocore.exceptions  # type: ignore[import-untyped]
 import pytest
 
 import sqs_endpoint
+from sqs_endpoint.__main__ import FILES_BESIDE_CONNECTIONS
 from sqs_endpoint.http import (
     DEFAULT_HEADER_TIMEOUT,
     DEFAULT_IDLE_TIMEOUT,
@@ -132,6 +141,106 @@ def test_a_waiting_long_poll_is_not_idle(quick: sqs_endpoint.Endpoint) -> None:
     assert "Messages" not in answer
 
 
+def test_a_request_trickled_in_is_answered_408_when_its_time_is_up(
+    quick: sqs_endpoint.Endpoint,
+) -> None:
+    # A slow client (slowloris): every byte comes, one at a time, each well within the idle
+    # timeout; the header timeout runs from the first byte, so the request, never whole in
+    # time, is answered 408. The pace is the wait for that answer (a select on the socket).
+    request = list_queues(quick)
+    sent = 0
+    with connect(quick) as sock:
+        while sent < len(request):
+            readable, _, _ = select.select([sock], [], [], 0.1)
+            if readable:
+                break
+            sock.sendall(request[sent : sent + 1])
+            sent += 1
+        answer = read_all(sock)
+    assert sent < len(request), "the whole request went out before any answer"
+    assert answer.startswith(b"HTTP/1.1 408 "), answer
+
+
+def wait_until(ep: sqs_endpoint.Endpoint, what: Callable[[], bool], about: str) -> None:
+    """Hop to the endpoint's loop until ``what()`` holds there (TIMEOUT seconds at most: a
+    bound, never what decides)."""
+    end = time.monotonic() + TIMEOUT
+    while time.monotonic() < end:
+        if ep._on_loop(what):
+            return
+    raise AssertionError(f"not within {TIMEOUT} s: {about}")
+
+
+#: A body near SQS's 256 KiB limit: ten of them make an answer of 2.5 MB; ASKED answers (each
+#: receive releases its messages at once, VisibilityTimeout 0, for the next) are far more than
+#: the socket buffers between the server and a client that reads nothing hold (Linux's
+#: default caps: 4 MiB to send, and the client's window is made small).
+BIG_BODY = "x" * 250_000
+ASKED = 8
+
+
+def unread_answer(ep: sqs_endpoint.Endpoint) -> tuple[socket.socket, int]:
+    """A client that asks for ten big messages ASKED times on one connection and reads
+    nothing, once the server is stuck writing an answer (its transport holds what the socket
+    does not take); and the answers' size, were they all sent."""
+    url = ep.call("CreateQueue", {"QueueName": "big"})["QueueUrl"]
+    for _ in range(10):
+        ep.call("SendMessage", {"QueueUrl": url, "MessageBody": BIG_BODY})
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # a small window, set early
+    sock.settimeout(TIMEOUT)
+    sock.connect((ep.host, ep.port))
+    params = {"QueueUrl": url, "MaxNumberOfMessages": 10, "VisibilityTimeout": 0}
+    body = json.dumps(params).encode()
+    request = (
+        f"POST / HTTP/1.1\r\nHost: {ep.host}:{ep.port}\r\n"
+        "Content-Type: application/x-amz-json-1.0\r\nX-Amz-Target: AmazonSQS.ReceiveMessage\r\n"
+        f"Content-Length: {len(body)}\r\n\r\n"
+    ).encode() + body
+    sock.sendall(request * ASKED)
+    http = ep._http
+    assert http is not None
+    wait_until(
+        ep,
+        lambda: any(w.transport.get_write_buffer_size() for w in http._connections.values()),
+        "the server is writing an answer the client does not read",
+    )
+    return sock, ASKED * 10 * len(BIG_BODY)
+
+
+def test_an_answer_not_read_within_the_idle_timeout_is_dropped(
+    quick: sqs_endpoint.Endpoint,
+) -> None:
+    # A client that asks and then reads nothing holds nothing: once it has not read for the
+    # idle timeout, the server drops the connection with the rest of the answer.
+    sock, size = unread_answer(quick)
+    with sock:
+        http = quick._http
+        assert http is not None
+        wait_until(quick, lambda: http.connections == 0, "the connection is dropped")
+        received = 0
+        try:
+            while chunk := sock.recv(65536):
+                received += len(chunk)
+        except ConnectionResetError:
+            pass  # the server closed with the answer's rest unsent: a reset is fair too
+    assert received < size  # cut: the server did not wait for the client to read it all
+
+
+def test_closing_the_endpoint_does_not_wait_for_a_client_that_reads_nothing() -> None:
+    # The default idle timeout (60 s) is far above this test's bound: Endpoint.close (what
+    # SIGTERM runs) drops the unread answer's connection at once rather than wait for it.
+    ep = sqs_endpoint.serve(port=0)
+    closing = threading.Thread(target=ep.close, daemon=True)
+    try:
+        sock, _ = unread_answer(ep)
+    finally:
+        closing.start()  # whether or not the client got stuck as meant: no endpoint left over
+    with sock:
+        closing.join(TIMEOUT)
+        assert not closing.is_alive(), "Endpoint.close waits for a client that reads nothing"
+
+
 def test_past_the_cap_a_request_is_answered_503_and_closed() -> None:
     with sqs_endpoint.serve(port=0, max_connections=2) as ep:
         held = [connect(ep), connect(ep)]
@@ -160,6 +269,27 @@ def test_past_the_cap_a_request_is_answered_503_and_closed() -> None:
         finally:
             for sock in held:
                 sock.close()
+
+
+def test_past_the_cap_boto3_retries_and_then_reports_service_unavailable() -> None:
+    # What a real client makes of the 503: a retryable ServiceUnavailable (a 5xx that is the
+    # endpoint's own answer, not a failure), retried on a new connection, refused again while
+    # the one allowed connection stays held.
+    with sqs_endpoint.serve(port=0, max_connections=1) as ep, connect(ep) as held:
+        held.sendall(list_queues(ep))
+        assert read_response(held)[0] == 200
+        retries = botocore.config.Config(retries={"total_max_attempts": 2, "mode": "standard"})
+        sqs = boto3.client(
+            "sqs", endpoint_url=ep.url, region_name="us-east-1", aws_access_key_id="x",
+            aws_secret_access_key="x", config=retries,
+        )  # fmt: skip
+        with pytest.raises(botocore.exceptions.ClientError) as info:
+            sqs.list_queues()
+        answer = info.value.response
+        assert answer["Error"]["Code"] == "ServiceUnavailable"
+        assert answer["ResponseMetadata"]["HTTPStatusCode"] == 503
+        assert answer["ResponseMetadata"]["RetryAttempts"] == 1
+        sqs.close()
 
 
 @pytest.mark.parametrize(
@@ -195,3 +325,54 @@ def test_the_flags_and_their_defaults() -> None:
     )  # fmt: skip
     assert bad.returncode == 2
     assert bad.stderr.count("\n") == 1 and "--idle-timeout" in bad.stderr, bad.stderr
+
+
+def soft_file_limit(pid: int) -> int:
+    """The soft limit on open files of process ``pid`` (Linux's /proc)."""
+    for line in Path(f"/proc/{pid}/limits").read_text().splitlines():
+        if line.startswith("Max open files"):
+            return int(line.split()[3])
+    raise AssertionError("no 'Max open files' line")
+
+
+@pytest.mark.skipif(not Path("/proc/self/limits").is_file(), reason="reads Linux's /proc")
+@pytest.mark.parametrize("hard", ["enough", "too low"])
+def test_the_command_raises_its_open_file_limit_for_the_cap(hard: str) -> None:
+    # A soft limit of 512 (as 1024, common, it is below the default cap): the command raises
+    # it to room for --max-connections, up to the hard limit; if the hard limit is lower, it
+    # says so in one line on stderr, and serves all the same.
+    wanted = DEFAULT_MAX_CONNECTIONS + FILES_BESIDE_CONNECTIONS
+    _, hard_now = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard == "enough" and hard_now != resource.RLIM_INFINITY and hard_now < wanted:
+        pytest.skip(f"the hard limit here ({hard_now}) is below {wanted}")
+    low_hard = 600 if hard == "too low" else hard_now
+    # python -m sqs_endpoint --port 0, in a process whose limits are set first.
+    code = (
+        "import resource, runpy, sys; "
+        f"resource.setrlimit(resource.RLIMIT_NOFILE, (512, {low_hard})); "
+        "sys.argv = ['sqs_endpoint', '--port', '0']; "
+        "runpy.run_module('sqs_endpoint', run_name='__main__', alter_sys=True)"
+    )
+    process = subprocess.Popen(
+        [sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        assert process.stdout is not None
+        with selectors.DefaultSelector() as ready:
+            ready.register(process.stdout, selectors.EVENT_READ)
+            assert ready.select(60), "no banner"
+        assert process.stdout.readline().startswith("SQS endpoint on http://")
+        expected = wanted if hard == "enough" else low_hard
+        assert soft_file_limit(process.pid) == expected
+        process.send_signal(signal.SIGTERM)
+        out, err = process.communicate(timeout=60)
+        assert process.returncode == 0 and out.splitlines()[-1] == "stopped", out + err
+        warnings = [line for line in err.splitlines() if "open-file limit" in line]
+        if hard == "enough":
+            assert warnings == [], err
+        else:
+            assert len(warnings) == 1 and "--max-connections" in warnings[0], err
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()

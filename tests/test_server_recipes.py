@@ -228,6 +228,6 @@ def test_the_page_commands_match_the_workers_run() -> None:
         "celery -A tasks worker --pool solo",
         "python -c 'import tasks; tasks.add.delay(2, 3)'",
         "dramatiq actors --processes 1 --threads 1",
-        "python -c 'import\nactors; actors.greet.send(\"sqs\")'",
+        "python -c 'import actors; actors.greet.send(\"sqs\")'",
     ):
         assert command in text, command

@@ -459,3 +459,20 @@ async def test_moved_messages_get_uuid_ids_unique_across_destinations(c: Client)
         moved += [m["MessageId"] for m in got]
     assert all(UUID.fullmatch(id) for id in moved), moved
     assert len(set(moved)) == 4 and not set(moved) & {id for ids in sent for id in ids}
+
+
+@sqs
+async def test_a_rated_move_to_a_destination_gives_uuid_ids_too(c: Client) -> None:
+    # The other path of a move task: one message per tick of the endpoint's clock, into a
+    # queue named by DestinationArn; each moved message's MessageId is a new UUID.
+    src, _ = await pair(c, 1)
+    other = (await c.CreateQueue(QueueName="other"))["QueueUrl"]
+    sent = await dead_letters(c, src, 3)
+    await c.StartMessageMoveTask(
+        SourceArn=arn("dlq"), DestinationArn=arn("other"), MaxNumberOfMessagesPerSecond=1
+    )
+    c.clock.advance(2.0)  # the first tick was due at once; two more
+    got = (await c.ReceiveMessage(QueueUrl=other, MaxNumberOfMessages=10))["Messages"]
+    moved = [m["MessageId"] for m in got]
+    assert len(moved) == 3 and all(UUID.fullmatch(id) for id in moved), moved
+    assert len(set(moved)) == 3 and not set(moved) & set(sent)
