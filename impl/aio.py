@@ -205,7 +205,9 @@ class _AsyncBase(Generic[T]):
         m.on_effect = weakly(self._moved_in)
         m.before_timer = weakly(self._before_timer)
         self._dead_letter = dead_letter
-        self._waits = self.conditions_class()
+        #: The two conditions, ``not_empty`` and ``not_full``, and their waiting tasks
+        #: (:class:`Futures`).
+        self.conditions = self.conditions_class()
         self._closed = False
         self._trace: Callable[[TraceStep], None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -289,15 +291,15 @@ class _AsyncBase(Generic[T]):
     def waiting(self) -> tuple[int, int]:
         """How many calls wait now: ``(receivers, senders)`` (a receive for a deliverable
         message, a send for room). For tests and monitoring: an idle queue's is ``(0, 0)``."""
-        waiting = self._waits.waiting
-        return waiting[self._waits.not_empty], waiting[self._waits.not_full]
+        waiting = self.conditions.waiting
+        return waiting[self.conditions.not_empty], waiting[self.conditions.not_full]
 
     # -- the one loop ---------------------------------------------------------------------------
 
     def _apply(self, out: Outcome) -> None:
         """Do what a committed step's outcome says (as the threaded driver's ``_apply``)."""
         if out.receivers or out.senders:
-            self._waits.wake(out.receivers, out.senders)
+            self.conditions.wake(out.receivers, out.senders)
         if out.due is not None:
             self._aim(out.due)
         if out.elsewhere:
@@ -308,7 +310,7 @@ class _AsyncBase(Generic[T]):
     def _moved_in(self, effect: Effect) -> None:
         """Another queue's step changed this one (a move in): its effects here."""
         if effect.receivers or effect.senders:
-            self._waits.wake(effect.receivers, effect.senders)
+            self.conditions.wake(effect.receivers, effect.senders)
         if effect.due is not None:
             self._aim(effect.due)
         self.machine.check()
@@ -324,7 +326,7 @@ class _AsyncBase(Generic[T]):
     ) -> Outcome:
         """While ``out`` is Blocked, raise or await a waiter future of its condition, then
         ``step`` again (the threaded driver's ``_until``, awaiting instead of blocking)."""
-        waits = self._waits
+        waits = self.conditions
         cond = waits.not_empty if out is NOTHING else waits.not_full
         batch = op == "send_batch"
         endtime: float | None = None
@@ -381,7 +383,7 @@ class _AsyncBase(Generic[T]):
         try:
             return step(self._clock.now())
         except BaseException:
-            self._waits.notify(cond)
+            self.conditions.notify(cond)
             raise
 
     async def _wait(self, cond: Waiters, deadline: float | None) -> object:
@@ -395,7 +397,7 @@ class _AsyncBase(Generic[T]):
         if deadline is not None:  # first: a call_at that fails leaves no waiter behind
             timer = self._call_at(deadline, lambda: _resolve(fut, _TIMED_OUT))
         cond.futures.append(fut)
-        waiting = self._waits.waiting
+        waiting = self.conditions.waiting
         waiting[cond] += 1
         try:
             got = await fut
@@ -404,7 +406,7 @@ class _AsyncBase(Generic[T]):
             # Pass on a wakeup a waker gave (it was meant for a waiter); not the one this
             # wait's own timer gave, which woke nobody else's turn.
             if fut.done() and not fut.cancelled() and fut.result() is not _TIMED_OUT:
-                self._waits.pass_on(cond)
+                self.conditions.pass_on(cond)
             raise
         finally:
             waiting[cond] -= 1
@@ -434,7 +436,7 @@ class _AsyncBase(Generic[T]):
         else:
             vt = check_optional_time("visibility_timeout", visibility_timeout)
         m = self.machine
-        out = self._step(lambda now: m.receive(now, vt), self._waits.not_empty)
+        out = self._step(lambda now: m.receive(now, vt), self.conditions.not_empty)
         if isinstance(out, Blocked):
             out = await self._until(lambda now: m.receive(now, vt), out, block, timeout, "receive")
         self._apply(out)
@@ -462,7 +464,7 @@ class _AsyncBase(Generic[T]):
             vt = check_optional_time("visibility_timeout", visibility_timeout)
         m = self.machine
         step = lambda now: m.receive_batch(now, n, vt)  # noqa: E731
-        out = self._step(step, self._waits.not_empty)
+        out = self._step(step, self.conditions.not_empty)
         if isinstance(out, Blocked):
             out = await self._until(step, out, block, timeout, "receive_batch")
         self._apply(out)
@@ -774,8 +776,8 @@ class _AsyncBase(Generic[T]):
         """As :meth:`impl.Queue.shutdown`: every waiting task wakes and raises ShutDown (after
         what is still deliverable is delivered)."""
         self.machine.shutdown()
-        self._waits.notify_all(self._waits.not_empty)
-        self._waits.notify_all(self._waits.not_full)
+        self.conditions.notify_all(self.conditions.not_empty)
+        self.conditions.notify_all(self.conditions.not_full)
 
     def close(self) -> None:
         """``shutdown()``, then stop the loop timer. Idempotent; timers still armed are applied
@@ -870,10 +872,10 @@ class AsyncQueue(_AsyncBase[T]):
         if timeout is not None and not (type(timeout) is float and 0.0 <= timeout < INF):
             timeout = check_time("timeout", timeout)
         m = self.machine
-        out = self._step(lambda now: m.send(now, id, body, d), self._waits.not_full)
+        out = self._step(lambda now: m.send(now, id, body, d), self.conditions.not_full)
         if isinstance(out, Blocked):
             out = await self._until(
-                lambda now: m.send(now, id, body, d), out, block, timeout, "send"
+                lambda now: m.send(now, id, body, d, waited=True), out, block, timeout, "send"
             )
         self._apply(out)
         sent: str = out.result
@@ -888,10 +890,18 @@ class AsyncQueue(_AsyncBase[T]):
         block, wait = _check_wait(block, timeout)
         bodies = [e.body for e in batch]
         m = self.machine
-        step = lambda now: m.send_batch(now, ids, bodies, delays)  # noqa: E731
-        out = self._step(step, self._waits.not_full)
+        out = self._step(
+            lambda now: m.send_batch(now, ids, bodies, delays), self.conditions.not_full
+        )
         if isinstance(out, Blocked):
-            out = await self._until(step, out, block, wait, "send_batch", len(batch))
+            out = await self._until(
+                lambda now: m.send_batch(now, ids, bodies, delays, waited=True),
+                out,
+                block,
+                wait,
+                "send_batch",
+                len(batch),
+            )
         self._apply(out)
         sent: list[str] = out.result
         return sent
@@ -900,7 +910,7 @@ class AsyncQueue(_AsyncBase[T]):
 class AsyncFifoQueue(_AsyncBase[T]):
     """The SQS FIFO queue of :class:`impl.FifoQueue` for asyncio (groups, deduplication)."""
 
-    machine_class = FifoMachine
+    machine_class: ClassVar[type[Machine[Any]]] = FifoMachine
 
     def __init__(
         self,
@@ -965,7 +975,9 @@ class AsyncFifoQueue(_AsyncBase[T]):
             dedup_id = check_id("dedup_id", dedup_id)
         block, wait = _check_wait(block, timeout)
         m = self._fifo
-        out = self._step(lambda now: m.send(now, id, body, group, dedup_id), self._waits.not_full)
+        out = self._step(
+            lambda now: m.send(now, id, body, group, dedup_id), self.conditions.not_full
+        )
         if isinstance(out, Blocked):
             out = await self._until(
                 lambda now: m.send(now, id, body, group, dedup_id, waited=True),
@@ -988,7 +1000,7 @@ class AsyncFifoQueue(_AsyncBase[T]):
         bodies = [e.body for e in batch]
         m = self._fifo
         out = self._step(
-            lambda now: m.send_batch(now, ids, bodies, groups, dedups), self._waits.not_full
+            lambda now: m.send_batch(now, ids, bodies, groups, dedups), self.conditions.not_full
         )
         if isinstance(out, Blocked):
             out = await self._until(

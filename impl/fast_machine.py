@@ -23,20 +23,19 @@ import heapq
 from collections.abc import Sequence
 from typing import Final
 
-from impl.machine import (
-    Machine,
-    Record,
-    T,
-    _new,
-    _set_attempt,
-    _set_body,
-    _set_id,
-    _set_queue,
-    _set_rattempt,
-    _set_receipt,
-    _set_rid,
+from impl.machine import Machine, Record, T
+from impl.message import (
+    Message,
+    Receipt,
+    new_object,
+    set_message_attempt,
+    set_message_body,
+    set_message_id,
+    set_message_receipt,
+    set_receipt_attempt,
+    set_receipt_id,
+    set_receipt_queue,
 )
-from impl.message import Message, Receipt
 from impl.outcome import ACCEPTED, ACTED, DELIVERED, Blocked, Outcome, new_outcome
 from impl.timers import Timer, new_timer
 from impl.validate import INF
@@ -63,10 +62,13 @@ class FastMachine(Machine[T]):
             and self.retention is None
         )
 
-    def send(self, now: float, id: str | None, body: T, delay: float) -> Outcome | Blocked:
+    def send(
+        self, now: float, id: str | None, body: T, delay: float, *, waited: bool = False
+    ) -> Outcome | Blocked:
         cap = self.capacity
         if (
-            id is not None
+            waited
+            or id is not None
             or delay
             or self.shut
             or self.system is not None
@@ -77,7 +79,7 @@ class FastMachine(Machine[T]):
                 and len(self.visible) + len(self.in_flight) + len(self.delayed) >= cap
             )
         ):
-            return super().send(now, id, body, delay)
+            return super().send(now, id, body, delay, waited=waited)
         accepted = self.accepted
         while True:  # fresh_id written out
             id = f"msg-{next(self.counter)}"
@@ -108,20 +110,20 @@ class FastMachine(Machine[T]):
         id = rec.id
         in_flight = self.in_flight
         in_flight[id] = rec
-        r: Receipt = _new(Receipt)
-        _set_queue(r, self.token)
-        _set_rid(r, id)
-        _set_rattempt(r, attempt)
+        r: Receipt = new_object(Receipt)
+        set_receipt_queue(r, self.token)
+        set_receipt_id(r, id)
+        set_receipt_attempt(r, attempt)
         rec.receipt = r
         timers = self.timers
         heapq.heappush(timers, new_timer(Timer, (deadline, seq, id, attempt)))
         if len(timers) > 2 * (len(in_flight) + len(self.delayed)) + 16:
             self.compact()
-        m: Message[T] = _new(Message)
-        _set_id(m, id)
-        _set_body(m, rec.body)
-        _set_attempt(m, attempt)
-        _set_receipt(m, r)
+        m: Message[T] = new_object(Message)
+        set_message_id(m, id)
+        set_message_body(m, rec.body)
+        set_message_attempt(m, attempt)
+        set_message_receipt(m, r)
         return new_outcome(Outcome, (DELIVERED, m, 0, 0, deadline, ()))
 
     def delete(self, now: float, receipt: Receipt) -> Outcome:
@@ -142,10 +144,23 @@ class FastMachine(Machine[T]):
         return _DONE
 
     def send_batch(
-        self, now: float, ids: Sequence[str | None], bodies: Sequence[T], delays: Sequence[float]
+        self,
+        now: float,
+        ids: Sequence[str | None],
+        bodies: Sequence[T],
+        delays: Sequence[float],
+        *,
+        waited: bool = False,
     ) -> Outcome | Blocked:
-        if any(ids) or any(delays) or self.shut or not self.plain() or not self.accepts(len(ids)):
-            return super().send_batch(now, ids, bodies, delays)
+        if (
+            waited
+            or any(ids)
+            or any(delays)
+            or self.shut
+            or not self.plain()
+            or not self.accepts(len(ids))
+        ):
+            return super().send_batch(now, ids, bodies, delays, waited=waited)
         accepted = self.accepted
         visible = self.visible
         final = []

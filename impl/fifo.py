@@ -12,6 +12,7 @@ them.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any, ClassVar
 
 from impl.clock import Clock
 from impl.driver import check_batch, check_fifo_entries
@@ -34,7 +35,7 @@ class FifoQueue(BaseQueue[T]):
     arguments.)
     """
 
-    machine_class = FifoMachine
+    machine_class: ClassVar[type[Machine[Any]]] = FifoMachine
 
     def __init__(
         self,
@@ -137,7 +138,7 @@ class FifoQueue(BaseQueue[T]):
             try:
                 out = m.send(self._clock.now(), id, body, group, dedup_id)
             except BaseException:
-                self._conds.notify(self.not_full)  # pass on a notify we may have taken
+                self.conditions.notify(self.not_full)  # pass on a notify we may have taken
                 raise
             if isinstance(out, Blocked):
                 out = self._until(
@@ -182,7 +183,7 @@ class FifoQueue(BaseQueue[T]):
             try:
                 out = m.send_batch(self._clock.now(), ids, bodies, groups, dedups)
             except BaseException:
-                self._conds.notify(self.not_full)
+                self.conditions.notify(self.not_full)
                 raise
             if isinstance(out, Blocked):
                 out = self._until(

@@ -21,11 +21,21 @@ Three things differ, and this module is exactly them:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Final, Generic
+from typing import Generic
 
 from impl.errors import DuplicateIdError
 from impl.machine import Machine, Record, T
-from impl.message import FifoMessage, Message, SnapshotMessage
+from impl.message import (
+    FifoMessage,
+    Message,
+    SnapshotMessage,
+    new_object,
+    set_message_attempt,
+    set_message_body,
+    set_message_group,
+    set_message_id,
+    set_message_receipt,
+)
 from impl.outcome import (
     ACCEPTED,
     DUPLICATE,
@@ -38,11 +48,6 @@ from impl.outcome import (
 from impl.validate import check_later
 
 __all__ = ["FifoMachine", "FifoRecord"]
-
-# As impl.machine does for Message: the slots set through their descriptors.
-_new = object.__new__
-_SET: Final = {n: getattr(FifoMessage, n).__set__ for n in ("id", "body", "attempt", "receipt")}
-_set_group = vars(FifoMessage)["group"].__set__
 
 
 class FifoRecord(Record[T], Generic[T]):
@@ -57,12 +62,12 @@ class FifoRecord(Record[T], Generic[T]):
         self.sent = sent
 
     def message(self) -> Message[T]:
-        m: FifoMessage[T] = _new(FifoMessage)
-        _SET["id"](m, self.id)
-        _SET["body"](m, self.body)
-        _SET["attempt"](m, self.attempt)
-        _SET["receipt"](m, self.receipt)
-        _set_group(m, self.group)
+        m: FifoMessage[T] = new_object(FifoMessage)
+        set_message_id(m, self.id)
+        set_message_body(m, self.body)
+        set_message_attempt(m, self.attempt)
+        set_message_receipt(m, self.receipt)
+        set_message_group(m, self.group)
         return m
 
     # A snapshot's ``sent`` counts the messages accepted before this one (the spec's
@@ -233,7 +238,7 @@ class FifoMachine(Machine[T]):
                 return new_outcome(Outcome, (DUPLICATE, earlier, 0, 0, None, ()))
         visible_at = check_later("delay", now, d) if d else now
         if id is not None:
-            self.check_unclaimed(id, "id")
+            self.check_unclaimed(id, "id", "send" if waited else "")
         if self.shut:
             return SHUT
         if not self.has_room():
@@ -279,7 +284,7 @@ class FifoMachine(Machine[T]):
         test = self.rechecked if waited else self.duplicate
         earlier = [None if dd is None else test(dd, now) for dd in dedups]
         fresh = [i for i in range(len(ids)) if earlier[i] is None]
-        self.refuse_taken(ids, fresh)
+        self.refuse_taken(ids, fresh, "send_batch" if waited else "")
         if fresh:
             if self.shut:
                 return SHUT
@@ -314,7 +319,7 @@ class FifoMachine(Machine[T]):
                 due = armed
         return new_outcome(Outcome, (ACCEPTED, final, receivers, 0, due, ()))
 
-    def refuse_taken(self, ids: Sequence[str | None], fresh: Sequence[int]) -> None:
+    def refuse_taken(self, ids: Sequence[str | None], fresh: Sequence[int], waited: str) -> None:
         """A batch's new entries: ``DuplicateIdError`` for an id repeated among them or taken,
         ``ValueError`` for more of them than the capacity could ever hold."""
         where: dict[str, int] = {}
@@ -327,7 +332,7 @@ class FifoMachine(Machine[T]):
                     f"entries[{i}].id {mine!r} repeats entries[{where[mine]}].id"
                 )
             where[mine] = i
-            self.check_unclaimed(mine, f"entries[{i}].id")
+            self.check_unclaimed(mine, f"entries[{i}].id", waited)
         if self.capacity is not None and len(fresh) > self.capacity:
             raise ValueError(
                 f"entries: a batch of {len(fresh)} new messages can never fit a "

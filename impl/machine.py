@@ -65,7 +65,21 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Final, Generic, TypeVar
 
 from impl.errors import DuplicateIdError
-from impl.message import Message, Receipt, Snapshot, SnapshotMessage, Stats
+from impl.message import (
+    Message,
+    Receipt,
+    Snapshot,
+    SnapshotMessage,
+    Stats,
+    new_object,
+    set_message_attempt,
+    set_message_body,
+    set_message_id,
+    set_message_receipt,
+    set_receipt_attempt,
+    set_receipt_id,
+    set_receipt_queue,
+)
 from impl.outcome import (
     ACCEPTED,
     ACTED,
@@ -92,19 +106,15 @@ T = TypeVar("T")
 #: asks for (SQS's limit).
 MAX_BATCH: Final = 10
 
-# A delivery's message and receipt are slotted frozen dataclasses, whose generated __init__
-# sets each field through object.__setattr__ (and Receipt's __post_init__ checks the types): a
-# fifth of a send-receive-delete cycle. The machine, whose values are well typed by
-# construction, sets the same slots through their descriptors; the result is equal, field for
-# field, to what the constructor makes.
-_new = object.__new__
-_set_id = vars(Message)["id"].__set__
-_set_body = vars(Message)["body"].__set__
-_set_attempt = vars(Message)["attempt"].__set__
-_set_receipt = vars(Message)["receipt"].__set__
-_set_queue = vars(Receipt)["queue"].__set__
-_set_rid = vars(Receipt)["id"].__set__
-_set_rattempt = vars(Receipt)["attempt"].__set__
+# Built without the dataclass __init__: see impl/message.py.
+_new = new_object
+_set_id = set_message_id
+_set_body = set_message_body
+_set_attempt = set_message_attempt
+_set_receipt = set_message_receipt
+_set_queue = set_receipt_queue
+_set_rid = set_receipt_id
+_set_rattempt = set_receipt_attempt
 
 #: The outcomes every receipt operation ends in most often, made once.
 _STALE: Final = Outcome(ACTED, False, 0, 0, None, ())
@@ -289,11 +299,14 @@ class Machine(Generic[T]):
         """Whether ``id`` was ever accepted here or, in a system, by any of its queues."""
         return id in self.accepted or (self.system is not None and self.system.taken(id))
 
-    def check_unclaimed(self, id: str, label: str) -> None:
-        """``DuplicateIdError`` naming ``label`` if ``id`` is taken (``IdsReserved``)."""
-        if id in self.accepted:
-            raise DuplicateIdError(f"{label} {id!r} was already accepted by this queue")
-        if self.system is not None and self.system.taken(id):
+    def check_unclaimed(self, id: str, label: str, waited: str = "") -> None:
+        """``DuplicateIdError`` naming ``label`` if ``id`` is taken (``IdsReserved``); a send
+        that ``waited`` (its name) says it was taken while it waited."""
+        if id in self.accepted or (self.system is not None and self.system.taken(id)):
+            if waited:
+                raise DuplicateIdError(f"{label} {id!r} was accepted while this {waited} waited")
+            if id in self.accepted:
+                raise DuplicateIdError(f"{label} {id!r} was already accepted by this queue")
             raise DuplicateIdError(f"{label} {id!r} was already accepted by a queue of this system")
 
     def live(self, receipt: Receipt) -> Record[T] | None:
@@ -368,15 +381,18 @@ class Machine(Generic[T]):
     # The operations: prepare, then commit
     # =============================================================================================
 
-    def send(self, now: float, id: str | None, body: T, delay: float) -> Outcome | Blocked:
+    def send(
+        self, now: float, id: str | None, body: T, delay: float, *, waited: bool = False
+    ) -> Outcome | Blocked:
         """Send one message (TLA+ ``Send(i, d)``; ``spec.send``): ``id`` (``None``: a fresh
         one) joins the visible tail, or is ``DELAYED`` until ``now + delay``.
 
         Before any waiting: ``DuplicateIdError`` for a taken ``id``, ``ValueError`` for a
         ``delay`` whose end overflows the clock. Then ``SHUT`` after shutdown, ``NO_ROOM`` when
-        full. Outcome: ``ACCEPTED``, the id."""
+        full (``waited``: the driver asks again after a wait for room). Outcome: ``ACCEPTED``,
+        the id."""
         if id is not None:
-            self.check_unclaimed(id, "id")
+            self.check_unclaimed(id, "id", "send" if waited else "")
         visible_at = check_later("delay", now, delay) if delay else now
         if self.shut:
             return SHUT
@@ -410,7 +426,13 @@ class Machine(Generic[T]):
         return new_outcome(Outcome, (ACCEPTED, id, receivers, 0, due, ()))
 
     def send_batch(
-        self, now: float, ids: Sequence[str | None], bodies: Sequence[T], delays: Sequence[float]
+        self,
+        now: float,
+        ids: Sequence[str | None],
+        bodies: Sequence[T],
+        delays: Sequence[float],
+        *,
+        waited: bool = False,
     ) -> Outcome | Blocked:
         """Send 1 to 10 messages in one atomic step, all or none (TLA+ ``SendBatch(b)``;
         ``spec.send_batch``): each as :meth:`send`, in order.
@@ -420,15 +442,17 @@ class Machine(Generic[T]):
         or ``NO_ROOM`` unless all of them fit. Outcome: ``ACCEPTED``, the ids in order."""
         for i, id in enumerate(ids):
             if id is not None:
-                self.check_unclaimed(id, f"entries[{i}].id")
+                self.check_unclaimed(id, f"entries[{i}].id", "send_batch" if waited else "")
         longest = max(delays)
         if longest:
             check_later("delay", now, longest)
         if self.shut:
             return SHUT
-        n = len(ids)
-        if not self.accepts(n):
+        k = self.accepts(len(ids))  # all of them, or none: the reference's ``accepts``
+        if not k:
             return NO_ROOM
+        ids, bodies, delays = ids[:k], bodies[:k], delays[:k]
+        n = len(ids)
         # prepare
         system = self.system
         if system is not None:
@@ -443,20 +467,31 @@ class Machine(Generic[T]):
                 for i, d in enumerate(delays)
             ]
             first = min(t for t, d in zip(visible_at, delays, strict=True) if d)
-        if self.before_step is not None or self.before_timer is not None:
-            try:
-                steps = ("send_batch", (tuple(final), tuple(delays)), True, now)
-                self.vet(steps, self.kept_by(now, first))
-            except BaseException:
-                if system is not None:
-                    system.unclaim(final)
-                raise
-        # commit: each entry as send, in order
-        self.accepted.update(final)
+        try:
+            steps = ("send_batch", (tuple(final), tuple(delays)), True, now)
+            self.vet(steps, self.kept_by(now, first))
+        except BaseException:
+            if system is not None:
+                system.unclaim(final)
+            raise
+        # commit
+        return self.accept_batch(now, final, bodies, delays, visible_at)
+
+    def accept_batch(
+        self,
+        now: float,
+        ids: Sequence[str],
+        bodies: Sequence[T],
+        delays: Sequence[float],
+        visible_at: Sequence[float] | None,
+    ) -> Outcome:
+        """Send_batch's commit: each entry as send, in order (``visible_at``: each one's, or
+        ``None`` when none is delayed)."""
+        self.accepted.update(ids)
         receivers = 0
         due: float | None = None
         retention = self.retention
-        for i, id in enumerate(final):
+        for i, id in enumerate(ids):
             rec = Record(id, bodies[i], now)
             if visible_at is not None and delays[i]:
                 self.add_delayed(rec, visible_at[i])
@@ -467,7 +502,7 @@ class Machine(Generic[T]):
                 receivers += 1
             if retention is not None:
                 due = self.retain(rec, due)
-        return new_outcome(Outcome, (ACCEPTED, final, receivers, 0, due, ()))
+        return new_outcome(Outcome, (ACCEPTED, list(ids), receivers, 0, due, ()))
 
     def kept_by(self, now: float, due: float | None) -> float | None:
         """The earliest timer a message accepted at ``now`` arms: ``due`` (its delay's end, or
@@ -573,7 +608,7 @@ class Machine(Generic[T]):
             return Outcome(ACTED, True, receivers, senders, None, self.moves())
         deadline = check_later("timeout", now, t)
         self.vet(("change_visibility", (rec.id, rec.attempt, t), deadline, now), deadline)
-        self.extend(rec, deadline)
+        self.extend(rec, t, now)
         return Outcome(ACTED, True, 0, 0, deadline, ())
 
     def change_visibility_batch(
@@ -619,7 +654,7 @@ class Machine(Generic[T]):
                 receivers += r
                 senders += s
             else:
-                self.extend(rec, now + t)
+                self.extend(rec, t, now)
         return Outcome(ACTED, [r is not None for r in recs], receivers, senders, due, self.moves())
 
     def cancel(self, now: float, id: str) -> Outcome:
@@ -808,10 +843,10 @@ class Machine(Generic[T]):
         cancelled, dead, aged out): none here (a FIFO queue: its group may unlock)."""
         return 0
 
-    def extend(self, rec: Record[T], deadline: float) -> None:
+    def extend(self, rec: Record[T], t: float, now: float) -> None:
         """Change_visibility's commit for ``t > 0``: the live delivery's deadline becomes
-        ``deadline`` (now + t: from now, not added to the old one), armed."""
-        rec.deadline = deadline
+        ``now + t`` (from now, not added to the old one), armed."""
+        rec.deadline = now + t
         self.arm_deadline(rec)
 
     def remove(self, id: str) -> Record[T] | None:

@@ -8,7 +8,7 @@ value read under the queue's lock stays true to the instant it was taken.
 from __future__ import annotations
 
 from dataclasses import KW_ONLY, dataclass
-from typing import Generic, TypeVar
+from typing import Final, Generic, TypeVar
 
 T = TypeVar("T")
 
@@ -171,3 +171,23 @@ class Health:
     sweeper_failures: int
     last_error: BaseException | None
     expiry_stalled: bool
+
+
+# A delivery's message and receipt are slotted frozen dataclasses, whose generated __init__ sets
+# each field through object.__setattr__ (and Receipt's __post_init__ checks the types): a fifth
+# of a send-receive-delete cycle. The queue machine, whose values are well typed by
+# construction, builds them with these: an empty object, then each slot set through its
+# descriptor. The result is equal, field for field, to what the constructor makes.
+
+#: A new object of a class, without its ``__init__``.
+new_object: Final = object.__new__
+#: The setters of :class:`Receipt`'s slots.
+set_receipt_queue: Final = vars(Receipt)["queue"].__set__
+set_receipt_id: Final = vars(Receipt)["id"].__set__
+set_receipt_attempt: Final = vars(Receipt)["attempt"].__set__
+#: The setters of :class:`Message`'s slots (a :class:`FifoMessage` has its ``group`` too).
+set_message_id: Final = vars(Message)["id"].__set__
+set_message_body: Final = vars(Message)["body"].__set__
+set_message_attempt: Final = vars(Message)["attempt"].__set__
+set_message_receipt: Final = vars(Message)["receipt"].__set__
+set_message_group: Final = vars(FifoMessage)["group"].__set__

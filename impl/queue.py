@@ -12,10 +12,11 @@ here sleeps or polls.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any, ClassVar
 
 from impl.driver import check_batch, check_entries
 from impl.fast_machine import FastMachine
-from impl.machine import MAX_BATCH, T
+from impl.machine import MAX_BATCH, Machine, T
 from impl.message import Entry
 from impl.outcome import Blocked
 from impl.threaded import BaseQueue, TraceStep
@@ -41,7 +42,7 @@ class Queue(BaseQueue[T]):
     (:class:`impl.threaded.BaseQueue`).
     """
 
-    machine_class = FastMachine
+    machine_class: ClassVar[type[Machine[Any]]] = FastMachine
 
     def send(
         self,
@@ -81,10 +82,12 @@ class Queue(BaseQueue[T]):
             try:
                 out = m.send(self._clock.now(), id, body, d)
             except BaseException:
-                self._conds.notify(self.not_full)  # pass on a notify we may have taken
+                self.conditions.notify(self.not_full)  # pass on a notify we may have taken
                 raise
             if isinstance(out, Blocked):
-                out = self._until(lambda now: m.send(now, id, body, d), out, block, timeout, "send")
+                out = self._until(
+                    lambda now: m.send(now, id, body, d, waited=True), out, block, timeout, "send"
+                )
             self._apply(out)
             sent: str = out.result
             return sent
@@ -122,11 +125,11 @@ class Queue(BaseQueue[T]):
             try:
                 out = m.send_batch(self._clock.now(), ids, bodies, delays)
             except BaseException:
-                self._conds.notify(self.not_full)
+                self.conditions.notify(self.not_full)
                 raise
             if isinstance(out, Blocked):
                 out = self._until(
-                    lambda now: m.send_batch(now, ids, bodies, delays),
+                    lambda now: m.send_batch(now, ids, bodies, delays, waited=True),
                     out,
                     block,
                     wait,

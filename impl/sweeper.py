@@ -1,18 +1,19 @@
 """The sweeper thread of a threaded queue: it fires each timer when it comes due, and survives.
 
-One daemon thread per queue, started by the first timer armed (a finite deadline or a delay).
-It loops: take the queue's lock, run one round (``SweeperLink.round``, the queue's
-``BaseQueue._sweeper_round``, which runs ``BaseQueue._sweep_round``: fire what is due, return
-the next due time), then wait on the ``new_deadline`` condition through the queue's clock until
-that time or until a transition arms an earlier timer. It never polls: with no timer armed it
-waits with no deadline at all, so an idle queue uses no CPU.
+One daemon thread per queue, started before the first step that arms a timer commits. It is a
+small loop over the queue machine's ``fire_due`` and ``next_due``: take the queue's lock, run
+one round (``SweeperLink.round``: the queue fires what is due, ``Machine.fire_due`` until it
+answers ``None``, applying each outcome, and returns ``Machine.next_due()``), then wait on the
+``new_deadline`` condition (the queue's ``Conditions.wait``, through its clock) until that time
+or until a step arms an earlier timer. It never polls: with no timer armed it waits with no
+deadline at all, so an idle queue uses no CPU.
 
 A queue with a dead-letter target (or a running redrive task) runs its round under the locks
 of every queue the round may move messages into, taken in creation order
-(``BaseQueue._sweep_round_locked``), and waits under its own lock alone.
+(``Machine.sweep_queues``), and waits under its own lock alone.
 
 It knows its queue only through the :class:`SweeperLink` the queue made for it: the queue's
-lock, condition, clock and waiter counts, and the three methods it calls (its round and its
+lock, condition and conditions, and the three methods it calls (its round and its
 reports of a failed round and of the thread's death), held as weak methods and taken strongly
 for one round at a time, so a queue nobody uses can be collected; the queue's ``__del__`` (or
 ``close``) sets ``link.stopped`` and notifies the condition, and the thread ends.
@@ -31,12 +32,14 @@ reported too, and the next arm, ``sweep()`` or ``health()`` starts another.
 from __future__ import annotations
 
 import logging
-import threading
 import weakref
 from collections.abc import Callable
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from impl.clock import Clock
+
+if TYPE_CHECKING:
+    from impl.threaded import Conditions
 
 __all__ = ["FIRST_BACKOFF", "MAX_BACKOFF", "SweeperLink", "backoff", "log", "sweep_forever"]
 
@@ -73,28 +76,22 @@ class SweeperLink:
     __slots__ = (
         "clock",
         "cond",
+        "conditions",
         "died",
         "failed",
         "mutex",
         "round",
         "stopped",
         "target",
-        "waiting",
     )
 
-    def __init__(
-        self,
-        mutex: threading.RLock,
-        cond: threading.Condition,
-        clock: Clock,
-        waiting: dict[object, int],
-        seams: Seams,
-    ) -> None:
-        self.mutex = mutex
-        self.cond = cond
+    def __init__(self, conditions: Conditions, clock: Clock, seams: Seams) -> None:
+        #: The queue's conditions: the sweeper waits on ``new_deadline`` through their
+        #: ``wait``, counted as every waiter is.
+        self.conditions = conditions
+        self.mutex = conditions.mutex
+        self.cond = conditions.new_deadline
         self.clock = clock
-        #: The queue's count of waiters per condition (the sweeper's wait is counted in it).
-        self.waiting = waiting
         round, failed, died = seams
         #: The queue's round, called with its lock held: fire what is due, return the time to
         #: sleep until (``None``: until notified). May raise: then it changed nothing.
@@ -143,13 +140,10 @@ def sweep_forever(link: SweeperLink) -> None:
             del round, failed, died
             if link.stopped:
                 return
-            link.waiting[link.cond] += 1
             try:
-                link.clock.wait(link.cond, target)
+                link.conditions.wait(link.cond, target)
             except BaseException as e:
-                link.waiting[link.cond] -= 1
                 died = link.died()
                 if died is not None:
                     died(link, e)
                 return
-            link.waiting[link.cond] -= 1

@@ -207,17 +207,24 @@ class BaseQueue(Generic[T]):
         if name is not None:
             check_name(name, None if dead_letter is None else dead_letter.machine)
         self._token = forking.new_token()
-        self.machine: Machine[T] = self._new_machine(capacity, max_receives, kept)
-        m = self.machine
-        if name is not None:
-            m.name = name
-        m.owner = weakref.ref(self)
-        m.on_effect = weakly(self._moved_in)
-        self._self_check = m.self_check
+        m = self._claim(self._new_machine(capacity, max_receives, kept), name)
         #: The dead-letter target (held: the target lives as long as its sources).
         self._dead_letter: BaseQueue[T] | None = dead_letter
-        self._conds = self.conditions_class(self._clock)
+        #: The lock, the three named conditions and how many wait on each (:class:`Conditions`;
+        #: ``mutex``, ``not_empty``, ``not_full`` and ``new_deadline`` are its, public as
+        #: ``queue.Queue``'s are).
+        self.conditions = self.conditions_class(self._clock)
         self._bind_conditions()
+        self._no_thread_yet()
+        m.before_timer = weakly(self._before_timer)
+        if dead_letter is not None:
+            with dead_letter.mutex:
+                System.of(dead_letter.machine, dead_letter.name).join(
+                    m, dead_letter.machine, m.name
+                )
+        forking.register(self, self._reinit_after_fork)
+
+    def _no_thread_yet(self) -> None:
         self._closed = False
         # The sweeper thread, while one is alive, and what it shares with this queue.
         self._sweeper: threading.Thread | None = None
@@ -228,13 +235,6 @@ class BaseQueue(Generic[T]):
         # call back into the queue from the sink is refused).
         self._trace: Callable[[TraceStep], None] | None = None
         self._sink_thread: int | None = None
-        m.before_timer = weakly(self._before_timer)
-        if dead_letter is not None:
-            with dead_letter.mutex:
-                System.of(dead_letter.machine, dead_letter.name).join(
-                    m, dead_letter.machine, m.name
-                )
-        forking.register(self, self._reinit_after_fork)
 
     def _new_machine(
         self, capacity: int | None, max_receives: int | None, retention: float | None
@@ -242,8 +242,20 @@ class BaseQueue(Generic[T]):
         machine: Machine[T] = self.machine_class(self._token, capacity, max_receives, retention)
         return machine
 
+    def _claim(self, m: Machine[T], name: str | None) -> Machine[T]:
+        """Make ``m`` this queue's machine: its name, its owner, what it does with the effects
+        of another queue's steps on it."""
+        #: The queue machine this driver drives (``impl/machine.py``): its state and steps.
+        self.machine = m
+        if name is not None:
+            m.name = name
+        m.owner = weakref.ref(self)
+        m.on_effect = weakly(self._moved_in)
+        self._self_check = m.self_check
+        return m
+
     def _bind_conditions(self) -> None:
-        conds = self._conds
+        conds = self.conditions
         self._waiting = conds.waiting
         self.mutex = conds.mutex
         self.not_empty = conds.not_empty
@@ -320,8 +332,8 @@ class BaseQueue(Generic[T]):
     def waiting(self) -> tuple[int, int]:
         """How many calls wait now: ``(receivers, senders)`` (a receive for a deliverable
         message, a send for room). For tests and monitoring: an idle queue's is ``(0, 0)``."""
-        waiting = self._conds.waiting
-        return waiting[self._conds.not_empty], waiting[self._conds.not_full]
+        waiting = self.conditions.waiting
+        return waiting[self.conditions.not_empty], waiting[self.conditions.not_full]
 
     # -- the one loop -----------------------------------------------------------------------------
 
@@ -333,12 +345,12 @@ class BaseQueue(Generic[T]):
         receivers = out.receivers
         senders = out.senders
         if (receivers and waiting[self.not_empty]) or (senders and waiting[self.not_full]):
-            self._conds.wake(receivers, senders)
+            self.conditions.wake(receivers, senders)
         due = out.due
         if due is not None:
             link = self._link
             if link is not None and (link.target is None or due < link.target):
-                self._conds.notify(self.new_deadline)  # an earlier timer: wake the sweeper
+                self.conditions.notify(self.new_deadline)  # an earlier timer: wake the sweeper
         if out.elsewhere:
             for effect in out.elsewhere:
                 effect.queue.on_effect(effect)
@@ -348,7 +360,7 @@ class BaseQueue(Generic[T]):
     def _moved_in(self, effect: Effect) -> None:
         """Another queue's step changed this one (a move in; both locks held): its effects."""
         if effect.receivers or effect.senders:
-            self._conds.wake(effect.receivers, effect.senders)
+            self.conditions.wake(effect.receivers, effect.senders)
         if effect.due is not None:
             self._aim(effect.due)
         if self._self_check:
@@ -368,7 +380,7 @@ class BaseQueue(Generic[T]):
         blocked, an end that overflows the clock being refused before any wait) or wait on its
         condition, then ``step`` again. A step that raises after a wait passes a wakeup on.
         ``n``: how many messages a send needs room for (its error says)."""
-        conds = self._conds
+        conds = self.conditions
         cond = self.not_empty if out is NOTHING else self.not_full
         batch = op == "send_batch"
         endtime: float | None = None
@@ -487,7 +499,7 @@ class BaseQueue(Generic[T]):
             try:
                 out = m.receive(self._clock.now(), vt)
             except BaseException:
-                self._conds.notify(self.not_empty)  # pass on a notify we may have taken
+                self.conditions.notify(self.not_empty)  # pass on a notify we may have taken
                 raise
             if isinstance(out, Blocked):
                 out = self._until(lambda now: m.receive(now, vt), out, block, timeout, "receive")
@@ -531,7 +543,7 @@ class BaseQueue(Generic[T]):
             try:
                 out = m.receive_batch(self._clock.now(), n, vt)
             except BaseException:
-                self._conds.notify(self.not_empty)
+                self.conditions.notify(self.not_empty)
                 raise
             if isinstance(out, Blocked):
                 out = self._until(
@@ -742,7 +754,7 @@ class BaseQueue(Generic[T]):
         ``close()`` there is no sweeper to wake)."""
         link = self._link
         if link is not None and (link.target is None or due < link.target):
-            self._conds.notify(self.new_deadline)
+            self.conditions.notify(self.new_deadline)
 
     def _before_timer(self, due: float) -> None:
         """The machine's ``before_timer`` veto point: a step arms a timer, so a sweeper must
@@ -755,12 +767,9 @@ class BaseQueue(Generic[T]):
         change nothing."""
         if self._closed:
             return  # no thread outlives close(): from now on only sweep() expires
-        conds = self._conds
         link = SweeperLink(
-            self.mutex,
-            self.new_deadline,
+            self.conditions,
             self._clock,
-            conds.waiting,
             (self._sweeper_round, self._sweep_failed, self._sweeper_died),
         )
         thread = sync_of(self._clock).thread(
@@ -1029,7 +1038,7 @@ class BaseQueue(Generic[T]):
             self._refuse_reentry("shutdown")
         with self.mutex:
             self.machine.shutdown()
-            self._conds.wake_all()
+            self.conditions.wake_all()
 
     def close(self) -> None:
         """``shutdown()``, then stop the sweeper thread and join it. Idempotent.
@@ -1093,7 +1102,7 @@ class BaseQueue(Generic[T]):
         """In a child process: fresh lock and conditions (the parent's may be held by threads
         that do not exist here), no waiters, no sweeper (the next step that arms one starts
         it)."""
-        self._conds = self.conditions_class(self._clock)
+        self.conditions = self.conditions_class(self._clock)
         self._bind_conditions()
         self._sweeper = self._link = None
         self._sink_thread = None

@@ -1,14 +1,23 @@
 """The mutant catalogue: every pitfall of the first seed and the classic bugs, as broken queues.
 
-Each mutant is a subclass of ``impl.Queue`` (or ``impl.FifoQueue``) with exactly one bug in a
-few lines, named and explained in its docstring: what the bug is, why it is wrong, and which of
-the project's checks catch it. Most bugs are in a step of the core: the mutant is then a core
-class (``XCore``, a subclass of ``impl.core.Core`` or ``impl.fifo_core.FifoCore`` overriding one
-step) and a shell that names it (``_core_class = XCore``). The others override one of the
-shell's named seams (``impl/shell.py``: ``_wait_for_room``, ``_sleep_until``, ``_notify``,
-``_wait``). A broken core that needs something of its shell (a window with the lock released, a
-clock) is handed it by its shell's constructor. A mutant imports no private name of ``impl``;
-when the real step changes, the mutant changes with it.
+Each mutant is a subclass of ``impl.Queue`` (or ``impl.FifoQueue``, ``impl.AsyncQueue``) with
+exactly one bug in a few lines, named and explained in its docstring: what the bug is, why it is
+wrong, and which of the project's checks catch it. A mutant breaks the queue machine, never the
+driver's private code:
+
+- most bugs are in a **step** of the machine: the mutant is a machine class (``XMachine``, a
+  subclass of the reference ``impl.machine.Machine`` or of ``impl.fifo_machine.FifoMachine``,
+  overriding one step) and a queue that names it (``machine_class = XMachine``);
+- a lost wakeup is a wrong **effect**: the machine's step is right and its outcome says to wake
+  too few (``Outcome.receivers``, ``Outcome.senders``, ``Outcome.elsewhere``);
+- a bug of the waits is in the driver's **conditions** (``impl.threaded.Conditions``,
+  ``impl.aio.Futures``, public classes a queue names as ``conditions_class``);
+- a bug that makes one step two (a move in two steps, a receive picked and stamped in two
+  critical sections) overrides a public method of the queue, so the second step is visible.
+
+A broken machine that needs something of its driver (a window with the lock released, a
+clock) is handed it by its queue's constructor, through public names. A mutant imports no
+private name of ``impl``; when the real step changes, the mutant changes with it.
 ``model_tests/tests/test_mutants.py`` runs those checks on every mutant and asserts that they fail,
 with the failure they should give, and that the same checks pass on ``impl.Queue``. So the
 catalogue is teaching material (read a mutant beside the step it breaks) and the proof that
@@ -70,60 +79,67 @@ waiter FIFO, in :data:`ASYNC_MUTANTS`: :class:`WithdrawnKeptAsyncQueue`.
 from __future__ import annotations
 
 import asyncio
-from collections import OrderedDict, deque
+import threading
+import weakref
+from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any, ClassVar, Final, Literal, TypeVar
+from typing import Any, ClassVar, Final, TypeVar
 
-from impl.aio import AsyncQueue
+from impl.aio import AsyncQueue, Futures, Waiters
 from impl.clock import Clock
-from impl.core import NOBODY, Core, Record, Wake
 from impl.errors import Full
 from impl.fifo import FifoQueue
-from impl.fifo_core import FifoCore
+from impl.fifo_machine import FifoMachine
+from impl.machine import Machine, Record
 from impl.message import Receipt
+from impl.outcome import ACTED, DELIVERED, NO_ROOM, NOTHING, SHUT, Blocked, Effect, Outcome
 from impl.queue import Queue
-from impl.shell import BaseQueue
-from impl.timers import TICK, Timer
+from impl.threaded import Conditions
+from impl.timers import DELAY, TICK, Timer
 
 T = TypeVar("T")
 
 
 def _nothing() -> None:
-    """The default ``between`` of the windowed mutants (no other consumer runs in the window),
-    and of the shell callbacks a broken core is given."""
+    """The default ``between`` of the windowed mutants (no other consumer runs in the window)."""
 
 
-def broken_parts(cls: type[BaseQueue[Any]]) -> list[tuple[type, str]]:
-    """What a mutant overrides of the real queue: ``(class, name)`` for each step of
-    ``impl.core.Core`` (or ``FifoCore``) its core redefines, and each shell seam (a method of
-    ``impl.shell.BaseQueue``, constructor aside) its shell redefines. A mutant has one."""
-    real_core = FifoCore if issubclass(cls, FifoQueue) else Core
-    real_shell = FifoQueue if issubclass(cls, FifoQueue) else Queue
+def broken_parts(cls: type[Any]) -> list[tuple[type, str]]:
+    """What a mutant breaks: ``(class, name)`` for each step of the reference machine
+    (``impl.machine.Machine``, ``impl.fifo_machine.FifoMachine``) its machine redefines, each
+    method of the driver's conditions (``impl.threaded.Conditions``, ``impl.aio.Futures``,
+    ``impl.aio.Waiters``) its conditions redefine, and each public method of the queue it
+    redefines (a bug that makes one step two). A mutant has one, and no private one."""
     parts: list[tuple[type, str]] = []
-    for klass in cls._core_class.__mro__:
-        if klass is real_core:
-            break
-        parts += [
-            (klass, attr)
-            for attr, value in vars(klass).items()
-            if callable(value) and not attr.startswith("_") and hasattr(real_core, attr)
-        ]
-    for klass in cls.__mro__:
-        if klass is real_shell:
-            break
-        parts += [
-            (klass, attr)
-            for attr, value in vars(klass).items()
-            if callable(value)
-            and attr not in ("__init__", "_core_class")
-            and hasattr(BaseQueue, attr)
-        ]
-    return parts
+
+    def own(klass: type, base: type) -> None:
+        for k in klass.__mro__:
+            if k is base or k is object:
+                break
+            parts.extend(
+                (k, a)
+                for a, v in vars(k).items()
+                if callable(v) and not a.startswith("__") and hasattr(base, a)
+            )
+
+    queue_base = next(b for b in (FifoQueue, Queue, AsyncQueue) if issubclass(cls, b))
+    if cls.machine_class is not queue_base.machine_class:
+        real_machine = FifoMachine if issubclass(cls.machine_class, FifoMachine) else Machine
+        own(cls.machine_class, real_machine)
+    conditions = cls.conditions_class
+    if conditions is not queue_base.conditions_class:
+        own(conditions, Futures if issubclass(conditions, Futures) else Conditions)
+        waiters = getattr(conditions, "waiters_class", None)
+        if waiters is not None and waiters is not Waiters:
+            own(waiters, Waiters)
+    own(cls, queue_base)
+    return [(k, a) for k, a in parts if a not in ("machine_class", "conditions_class")]
 
 
 class _Wired(Queue[T]):
-    """The real queue, for a broken core that needs something of its shell (the lock, the
-    clock, a notify): ``_wire`` hands it over once the queue is built. Not a mutant itself."""
+    """The real queue, for a broken machine that needs something of its driver (the lock, the
+    clock): ``wire`` hands it over, through public names, once the queue is built. Not a mutant
+    itself."""
 
     def __init__(
         self,
@@ -134,10 +150,10 @@ class _Wired(Queue[T]):
         clock: Clock | None = None,
     ) -> None:
         super().__init__(capacity, visibility_timeout, max_receives, delay, clock)
-        self._wire(self.machine)
+        self.wire(self.machine)
 
-    def _wire(self, core: Core[T]) -> None:
-        """Give ``core`` what its broken step needs of this shell."""
+    def wire(self, machine: Machine[T]) -> None:
+        """Give ``machine`` what its broken step needs of this queue."""
 
 
 # =============================================================================================
@@ -145,23 +161,21 @@ class _Wired(Queue[T]):
 # =============================================================================================
 
 
-class PlainBlockingCore(Core[T]):
-    """The core of :class:`PlainBlockingQueue`: delivering removes the message."""
+class PlainBlockingMachine(Machine[T]):
+    """The machine of :class:`PlainBlockingQueue`: receiving removes the message."""
 
-    #: Set by the shell: wakes a sender for the slot a delivery frees (a plain queue's get
-    #: frees its slot; the real core's steps return that, but ``deliver`` returns a record).
-    freed: Callable[[], None] = staticmethod(_nothing)
-
-    def deliver(self, deadline: float | None) -> Record[T]:
+    def receive(self, now: float, vt: float | None) -> Outcome | Blocked:
+        if not self.visible:
+            return SHUT if self.shut else NOTHING
         _, rec = self.visible.popitem(last=False)
         rec.attempt += 1
         rec.receipt = self.receipt_of(rec)
         self.done.add(rec.id)  # BUG: gone on delivery; nothing is ever in flight
-        self.freed()
-        return rec
+        # A plain queue's get frees its slot: one sender to wake; nothing armed.
+        return Outcome(DELIVERED, rec.message(), 0, 1, None, ())
 
 
-class PlainBlockingQueue(_Wired[T]):
+class PlainBlockingQueue(Queue[T]):
     """MUTANT (seed pitfall 1): ``receive`` removes the message, as ``queue.Queue.get`` does.
 
     The bug: this is the bounded blocking queue the problem starts from, called done. There is
@@ -176,11 +190,7 @@ class PlainBlockingQueue(_Wired[T]):
     as in :class:`CapacityFreedOnReceiveQueue`, because that is what a plain queue does.
     """
 
-    _core_class = PlainBlockingCore
-
-    def _wire(self, core: Core[T]) -> None:
-        assert isinstance(core, PlainBlockingCore)
-        core.freed = lambda: self._notify(self.not_full)
+    machine_class = PlainBlockingMachine
 
 
 # =============================================================================================
@@ -188,9 +198,9 @@ class PlainBlockingQueue(_Wired[T]):
 # =============================================================================================
 
 
-class WindowedCore(Core[T]):
-    """A core whose broken step opens a window: ``window()``, set by its shell, releases the
-    lock, runs the shell's ``between`` and takes the lock back."""
+class WindowedMachine(Machine[T]):
+    """A machine whose broken step opens a window: ``window()``, set by its queue, releases
+    the lock, runs the queue's ``between`` and takes the lock back."""
 
     window: Callable[[], None] = staticmethod(_nothing)
 
@@ -200,7 +210,7 @@ class _Windowed(_Wired[T]):
     default nothing) that a mutant runs in the window its bug opens, with the lock released, so
     a test places another thread's step there deterministically. Not a mutant itself."""
 
-    _core_class: ClassVar[type[Core[Any]]] = WindowedCore
+    machine_class: ClassVar[type[Machine[Any]]] = WindowedMachine
 
     def __init__(
         self,
@@ -215,11 +225,11 @@ class _Windowed(_Wired[T]):
         self.between = between
         super().__init__(capacity, visibility_timeout, max_receives, delay, clock)
 
-    def _wire(self, core: Core[T]) -> None:
-        assert isinstance(core, WindowedCore)
-        core.window = self._window
+    def wire(self, machine: Machine[T]) -> None:
+        assert isinstance(machine, WindowedMachine)
+        machine.window = self.window
 
-    def _window(self) -> None:
+    def window(self) -> None:
         self.mutex.release()  # the lock is free here: another caller may run a whole step
         try:
             self.between()
@@ -227,8 +237,8 @@ class _Windowed(_Wired[T]):
             self.mutex.acquire()
 
 
-class SplitReceiveCore(WindowedCore[T]):
-    """The core of :class:`SplitReceiveQueue`."""
+class SplitReceiveMachine(WindowedMachine[T]):
+    """The machine of :class:`SplitReceiveQueue`."""
 
     def deliver(self, deadline: float | None) -> Record[T]:
         rec = next(iter(self.visible.values()))  # critical section 1: PICK the head
@@ -259,13 +269,13 @@ class SplitReceiveQueue(_Windowed[T]):
     (no sequential order of the spec delivers ``(a, 1)`` twice).
     """
 
-    _core_class = SplitReceiveCore
+    machine_class = SplitReceiveMachine
 
 
-class UnarmedDeadlineCore(Core[T]):
-    """The core of :class:`UnarmedDeadlineQueue`."""
+class UnarmedDeadlineMachine(Machine[T]):
+    """The machine of :class:`UnarmedDeadlineQueue`."""
 
-    def arm(self, rec: Record[T]) -> None:
+    def arm_deadline(self, rec: Record[T]) -> None:
         """BUG: the deadline is recorded on the message but never put where the sweeper looks.
         (``change_visibility`` also arms through here, so its new deadlines are lost too.)
         """
@@ -284,7 +294,7 @@ class UnarmedDeadlineQueue(Queue[T]):
     of the observable state fails.
     """
 
-    _core_class = UnarmedDeadlineCore
+    machine_class = UnarmedDeadlineMachine
 
 
 # =============================================================================================
@@ -292,8 +302,8 @@ class UnarmedDeadlineQueue(Queue[T]):
 # =============================================================================================
 
 
-class DeleteByIdCore(Core[T]):
-    """The core of :class:`DeleteByIdQueue`."""
+class DeleteByIdMachine(Machine[T]):
+    """The machine of :class:`DeleteByIdQueue`."""
 
     def to_delete(self, receipt: Receipt) -> Record[T] | None:
         return self.in_flight.get(receipt.id)  # BUG: by id; not self.live(receipt)
@@ -312,7 +322,7 @@ class DeleteByIdQueue(Queue[T]):
     the spec says ``False``, this queue says ``True``.
     """
 
-    _core_class = DeleteByIdCore
+    machine_class = DeleteByIdMachine
 
 
 # =============================================================================================
@@ -320,8 +330,8 @@ class DeleteByIdQueue(Queue[T]):
 # =============================================================================================
 
 
-class UncheckedAttemptCore(Core[T]):
-    """The core of :class:`UncheckedAttemptQueue`."""
+class UncheckedAttemptMachine(Machine[T]):
+    """The machine of :class:`UncheckedAttemptQueue`."""
 
     def live(self, receipt: Receipt) -> Record[T] | None:
         rec = self.in_flight.get(receipt.id)
@@ -342,11 +352,11 @@ class UncheckedAttemptQueue(Queue[T]):
     a redelivery) and forged future ones; the spec refuses them, this queue acts on them.
     """
 
-    _core_class = UncheckedAttemptCore
+    machine_class = UncheckedAttemptMachine
 
 
-class ReusedReceiptCore(Core[T]):
-    """The core of :class:`ReusedReceiptQueue`."""
+class ReusedReceiptMachine(Machine[T]):
+    """The machine of :class:`ReusedReceiptQueue`."""
 
     def receipt_of(self, rec: Record[T]) -> Receipt:
         return Receipt(self.token, rec.id, 1)  # BUG: not rec.attempt: the same every delivery
@@ -366,7 +376,7 @@ class ReusedReceiptQueue(Queue[T]):
     assertion gone, the stale deletes that follow fail like :class:`UncheckedAttemptQueue`'s.
     """
 
-    _core_class = ReusedReceiptCore
+    machine_class = ReusedReceiptMachine
 
 
 # =============================================================================================
@@ -374,11 +384,11 @@ class ReusedReceiptQueue(Queue[T]):
 # =============================================================================================
 
 
-class ForgetfulSweeperCore(Core[T]):
-    """The core of :class:`ForgetfulSweeperQueue`."""
+class ForgetfulSweeperMachine(Machine[T]):
+    """The machine of :class:`ForgetfulSweeperQueue`."""
 
-    def expire(self, rec: Record[T]) -> Wake:
-        _, senders = self.release(rec)
+    def expire(self, rec: Record[T], now: float) -> tuple[int, int]:
+        _, senders = self.release(rec, now)
         return (0, senders)  # BUG: made visible, and no receiver is told
 
 
@@ -397,7 +407,19 @@ class ForgetfulSweeperQueue(Queue[T]):
     a receiver, expires a message, and asks whether the receiver was woken.
     """
 
-    _core_class = ForgetfulSweeperCore
+    machine_class = ForgetfulSweeperMachine
+
+
+class PollingSweeperConditions(Conditions):
+    """The conditions of :class:`PollingSweeperQueue`."""
+
+    POLL: Final = 0.05
+
+    def wait(self, cond: threading.Condition, deadline: float | None) -> None:
+        if cond is self.new_deadline:
+            # BUG: wake again soon whatever is due; not the earliest deadline, not "never"
+            deadline = self.clock.now() + self.POLL
+        super().wait(cond, deadline)
 
 
 class PollingSweeperQueue(Queue[T]):
@@ -414,11 +436,8 @@ class PollingSweeperQueue(Queue[T]):
     at all (only a notify can wake it), this one with a deadline ``POLL`` seconds away.
     """
 
-    POLL: Final = 0.05
-
-    def _sleep_until(self) -> float | None:
-        # BUG: wake again soon whatever is due; not the earliest deadline, not "never"
-        return self.clock.now() + self.POLL
+    conditions_class = PollingSweeperConditions
+    POLL: Final = PollingSweeperConditions.POLL
 
 
 # =============================================================================================
@@ -426,8 +445,8 @@ class PollingSweeperQueue(Queue[T]):
 # =============================================================================================
 
 
-class CapacityFreedOnReceiveCore(Core[T]):
-    """The core of :class:`CapacityFreedOnReceiveQueue`."""
+class CapacityFreedOnReceiveMachine(Machine[T]):
+    """The machine of :class:`CapacityFreedOnReceiveQueue`."""
 
     def has_room(self) -> bool:
         cap = self.capacity
@@ -444,18 +463,18 @@ class CapacityFreedOnReceiveQueue(Queue[T]):
     *active* = visible + in flight.
 
     Why the checks see it: the lockstep test sends to a queue whose slots are all in flight; the
-    queue accepts, and its own self-check (``Queue._check``, the ``CapacityBound`` assertion
-    run at the end of every transition) fails inside ``send``.
+    queue accepts, and its own self-check (``Machine.check``, the ``CapacityBound`` test
+    run at the end of every step) fails inside ``send``.
     """
 
-    _core_class = CapacityFreedOnReceiveCore
+    machine_class = CapacityFreedOnReceiveMachine
 
 
-class ExpiredToHeadCore(Core[T]):
-    """The core of :class:`ExpiredToHeadQueue`."""
+class ExpiredToHeadMachine(Machine[T]):
+    """The machine of :class:`ExpiredToHeadQueue`."""
 
-    def expire(self, rec: Record[T]) -> Wake:
-        wake = super().expire(rec)
+    def expire(self, rec: Record[T], now: float) -> tuple[int, int]:
+        wake = super().expire(rec, now)
         if rec.id in self.visible:
             self.visible.move_to_end(rec.id, last=False)  # BUG: to the head
         return wake
@@ -473,11 +492,11 @@ class ExpiredToHeadQueue(Queue[T]):
     ``FifoVisible`` (checked on the queue's state after every step) finds the order wrong.
     """
 
-    _core_class = ExpiredToHeadCore
+    machine_class = ExpiredToHeadMachine
 
 
-class SwapRemoveCancelCore(Core[T]):
-    """The core of :class:`SwapRemoveCancelQueue`."""
+class SwapRemoveCancelMachine(Machine[T]):
+    """The machine of :class:`SwapRemoveCancelQueue`."""
 
     def remove(self, id: str) -> Record[T] | None:
         if id not in self.visible:  # in flight, unknown or finished: as the real cancel
@@ -503,17 +522,18 @@ class SwapRemoveCancelQueue(Queue[T]):
     or more, and ``FifoVisible`` finds the tail ahead of older messages.
     """
 
-    _core_class = SwapRemoveCancelCore
+    machine_class = SwapRemoveCancelMachine
 
 
-class RetryKeepsAttemptCore(Core[T]):
-    """The core of :class:`RetryKeepsAttemptQueue`."""
+class RetryKeepsAttemptMachine(Machine[T]):
+    """The machine of :class:`RetryKeepsAttemptQueue`."""
 
-    def retry(self, rec: Record[T]) -> Wake:
-        wake = super().retry(rec)
-        if rec.id in self.visible:
+    def retry(self, now: float, receipt: Receipt) -> Outcome:
+        out = super().retry(now, receipt)
+        rec = self.visible.get(receipt.id)
+        if out.result and rec is not None:
             rec.attempt -= 1  # BUG: the delivery is "uncounted"
-        return wake
+        return out
 
 
 class RetryKeepsAttemptQueue(Queue[T]):
@@ -530,11 +550,11 @@ class RetryKeepsAttemptQueue(Queue[T]):
     one; ``AttemptsCount``'s step half (attempts never go down) fails on the next check.
     """
 
-    _core_class = RetryKeepsAttemptCore
+    machine_class = RetryKeepsAttemptMachine
 
 
-class DeadLetterOffByOneCore(Core[T]):
-    """The core of :class:`DeadLetterOffByOneQueue`."""
+class DeadLetterOffByOneMachine(Machine[T]):
+    """The machine of :class:`DeadLetterOffByOneQueue`."""
 
     def dies(self, rec: Record[T]) -> bool:
         max_receives = self.max_receives
@@ -555,17 +575,16 @@ class DeadLetterOffByOneQueue(Queue[T]):
     comparison of the observable state fails.
     """
 
-    _core_class = DeadLetterOffByOneCore
+    machine_class = DeadLetterOffByOneMachine
 
 
-class ExtendAddsCore(Core[T]):
-    """The core of :class:`ExtendAddsQueue`."""
+class ExtendAddsMachine(Machine[T]):
+    """The machine of :class:`ExtendAddsQueue`."""
 
-    def extend(self, rec: Record[T], t: float, now: float) -> float:
+    def extend(self, rec: Record[T], t: float, now: float) -> None:
         old = rec.deadline if rec.deadline is not None else now
-        rec.deadline = deadline = old + t  # BUG: not now + t
-        self.arm(rec)
-        return deadline
+        rec.deadline = old + t  # BUG: not now + t
+        self.arm_deadline(rec)
 
 
 class ExtendAddsQueue(Queue[T]):
@@ -580,7 +599,7 @@ class ExtendAddsQueue(Queue[T]):
     first extension of a delivery whose deadline is not ``now`` differs.
     """
 
-    _core_class = ExtendAddsCore
+    machine_class = ExtendAddsMachine
 
 
 # =============================================================================================
@@ -588,13 +607,13 @@ class ExtendAddsQueue(Queue[T]):
 # =============================================================================================
 
 
-class EarlyDelayCore(Core[T]):
-    """The core of :class:`EarlyDelayQueue`."""
+class EarlyDelayMachine(Machine[T]):
+    """The machine of :class:`EarlyDelayQueue`."""
 
     TICK: Final = 0.25
 
     def arm_delay(self, rec: Record[T]) -> None:
-        self.push_timer(Timer(rec.visible_at - self.TICK, rec.seq, rec.id, 0))  # BUG: - TICK
+        self.push_timer(Timer(rec.visible_at - self.TICK, rec.seq, rec.id, DELAY))  # BUG: - TICK
 
 
 class EarlyDelayQueue(Queue[T]):
@@ -615,16 +634,16 @@ class EarlyDelayQueue(Queue[T]):
     finds it visible at 0.75, before its ``visible_at`` 1.0.
     """
 
-    _core_class = EarlyDelayCore
-    TICK: Final = EarlyDelayCore.TICK
+    machine_class = EarlyDelayMachine
+    TICK: Final = EarlyDelayMachine.TICK
 
 
-class SeparateTimerOrderCore(Core[T]):
-    """The core of :class:`SeparateTimerOrderQueue`."""
+class SeparateTimerOrderMachine(Machine[T]):
+    """The machine of :class:`SeparateTimerOrderQueue`."""
 
     def arm_delay(self, rec: Record[T]) -> None:
         # BUG: every delay sorts before every deadline (seqs are > 0): two orders, not one.
-        self.push_timer(Timer(rec.visible_at, rec.seq - 2**62, rec.id, 0))
+        self.push_timer(Timer(rec.visible_at, rec.seq - 2**62, rec.id, DELAY))
 
 
 class SeparateTimerOrderQueue(Queue[T]):
@@ -644,13 +663,15 @@ class SeparateTimerOrderQueue(Queue[T]):
     is a, b; the queue's is b, a; the comparison of the observable state fails.
     """
 
-    _core_class = SeparateTimerOrderCore
+    machine_class = SeparateTimerOrderMachine
 
 
-class PurgeMissesDelayedCore(Core[T]):
-    """The core of :class:`PurgeMissesDelayedQueue`."""
+class PurgeMissesDelayedMachine(Machine[T]):
+    """The machine of :class:`PurgeMissesDelayedQueue`."""
 
-    def purge(self) -> int:
+    def purge(self, now: float) -> Outcome:
+        if self.before_step is not None:
+            self.before_step(("purge", (), self.active(), now))
         count = 0
         for group in (self.visible, self.in_flight):  # BUG: self.delayed is forgotten
             for rec in group.values():
@@ -658,7 +679,7 @@ class PurgeMissesDelayedCore(Core[T]):
             self.cancelled.update(group)
             count += len(group)
             group.clear()
-        return count
+        return Outcome(ACTED, count, 0, count, None, ())
 
 
 class PurgeMissesDelayedQueue(Queue[T]):
@@ -674,11 +695,11 @@ class PurgeMissesDelayedQueue(Queue[T]):
     counts it and this queue does not, so the purge rule's comparison of the counts fails.
     """
 
-    _core_class = PurgeMissesDelayedCore
+    machine_class = PurgeMissesDelayedMachine
 
 
-class PrefixSendBatchCore(Core[T]):
-    """The core of :class:`PrefixSendBatchQueue`."""
+class PrefixSendBatchMachine(Machine[T]):
+    """The machine of :class:`PrefixSendBatchQueue`."""
 
     def accepts(self, n: int) -> int:
         cap = self.capacity
@@ -701,11 +722,11 @@ class PrefixSendBatchQueue(Queue[T]):
     send_batch rule's check that every entry got an id fails.
     """
 
-    _core_class = PrefixSendBatchCore
+    machine_class = PrefixSendBatchMachine
 
 
-class SplitReceiveBatchCore(WindowedCore[T]):
-    """The core of :class:`SplitReceiveBatchQueue`."""
+class SplitReceiveBatchMachine(WindowedMachine[T]):
+    """The machine of :class:`SplitReceiveBatchQueue`."""
 
     def deliver_batch(self, n: int, deadline: float | None) -> list[Record[T]]:
         recs = [self.deliver(deadline)]
@@ -736,11 +757,11 @@ class SplitReceiveBatchQueue(_Windowed[T]):
     concurrent history.
     """
 
-    _core_class = SplitReceiveBatchCore
+    machine_class = SplitReceiveBatchMachine
 
 
-class DeleteBatchStopsCore(Core[T]):
-    """The core of :class:`DeleteBatchStopsQueue`."""
+class DeleteBatchStopsMachine(Machine[T]):
+    """The machine of :class:`DeleteBatchStopsQueue`."""
 
     def to_delete_batch(self, receipts: Sequence[Receipt]) -> list[Record[T] | None]:
         recs: list[Record[T] | None] = []
@@ -767,12 +788,21 @@ class DeleteBatchStopsQueue(Queue[T]):
     rule's comparison of the results fails.
     """
 
-    _core_class = DeleteBatchStopsCore
+    machine_class = DeleteBatchStopsMachine
 
 
 # =============================================================================================
 # Held out: bugs that survived every check until the controlled scheduler
 # =============================================================================================
+
+
+class DeadlineFirstConditions(Conditions):
+    """The conditions of :class:`DeadlineFirstSendQueue`."""
+
+    def wait(self, cond: threading.Condition, deadline: float | None) -> None:
+        super().wait(cond, deadline)
+        if cond is self.not_full and deadline is not None and self.clock.now() >= deadline:
+            raise Full("no room within the timeout")  # BUG: before looking for the room
 
 
 class DeadlineFirstSendQueue(Queue[T]):
@@ -792,28 +822,15 @@ class DeadlineFirstSendQueue(Queue[T]):
     untimed one ends asleep with no timer beside the room: LOST WAKEUP.
     """
 
-    def _wait_for_room(
-        self,
-        op: Literal["send", "send_batch"],
-        need: Callable[[], int],
-        block: bool,
-        endtime: float | None,
-        wait: float | None,
-    ) -> int:
-        if op == "send" and block and endtime is not None:
-            while not (self._shutdown or self.machine.has_room()):
-                self._wait(self.not_full, endtime)
-                if self.clock.now() >= endtime:  # BUG: before looking for the room
-                    raise Full(f"no room within {wait} seconds")
-        return super()._wait_for_room(op, need, block, endtime, wait)
+    conditions_class = DeadlineFirstConditions
 
 
-class OnlyWhenEmptySweeperCore(Core[T]):
-    """The core of :class:`OnlyWhenEmptySweeperQueue`."""
+class OnlyWhenEmptySweeperMachine(Machine[T]):
+    """The machine of :class:`OnlyWhenEmptySweeperQueue`."""
 
-    def expire(self, rec: Record[T]) -> Wake:
+    def expire(self, rec: Record[T], now: float) -> tuple[int, int]:
         was_empty = not self.visible
-        receivers, senders = self.release(rec)
+        receivers, senders = self.release(rec, now)
         if was_empty:
             return (receivers, senders)
         return (0, senders)  # BUG: not once per message released
@@ -835,12 +852,12 @@ class OnlyWhenEmptySweeperQueue(Queue[T]):
     receiver asleep with no timer beside a visible message: LOST WAKEUP.
     """
 
-    _core_class = OnlyWhenEmptySweeperCore
+    machine_class = OnlyWhenEmptySweeperMachine
 
 
-class UnsweptIsDeadCore(Core[T]):
-    """The core of :class:`UnsweptIsDeadQueue`: ``now`` is read through ``clock``, set by its
-    shell (a core has no clock of its own: that is the bug's shape)."""
+class UnsweptIsDeadMachine(Machine[T]):
+    """The machine of :class:`UnsweptIsDeadQueue`: ``now`` is read through ``clock``, set by
+    its queue (a machine has no clock of its own: that is the bug's shape)."""
 
     clock: Clock
 
@@ -869,19 +886,23 @@ class UnsweptIsDeadQueue(_Wired[T]):
     (NOT LINEARIZABLE). With real threads this needed interleaving luck (5 runs in 10).
     """
 
-    _core_class = UnsweptIsDeadCore
+    machine_class = UnsweptIsDeadMachine
 
-    def _wire(self, core: Core[T]) -> None:
-        assert isinstance(core, UnsweptIsDeadCore)
-        core.clock = self.clock
+    def wire(self, machine: Machine[T]) -> None:
+        assert isinstance(machine, UnsweptIsDeadMachine)
+        machine.clock = self.clock
 
 
-class OneWakeSendBatchCore(Core[T]):
-    """The core of :class:`OneWakeSendBatchQueue`."""
+class OneWakeSendBatchMachine(Machine[T]):
+    """The machine of :class:`OneWakeSendBatchQueue`."""
 
-    def accept_batch(self, ids: Sequence[str], bodies: Sequence[T]) -> Wake:
-        super().accept_batch(ids, bodies)
-        return (1, 0)  # BUG: one receiver woken, however many messages arrived
+    def send_batch(
+        self, now: float, ids: Sequence[str | None], bodies: Sequence[T], *args: Any, **kw: Any
+    ) -> Outcome | Blocked:
+        out = super().send_batch(now, ids, bodies, *args, **kw)
+        if isinstance(out, Outcome):
+            return out._replace(receivers=min(1, out.receivers))  # BUG: one, however many
+        return out
 
 
 class OneWakeSendBatchQueue(Queue[T]):
@@ -897,11 +918,11 @@ class OneWakeSendBatchQueue(Queue[T]):
     preemption: the run ends with a receiver asleep while a message is visible.
     """
 
-    _core_class = OneWakeSendBatchCore
+    machine_class = OneWakeSendBatchMachine
 
 
-class CompactDropsDelaysCore(Core[T]):
-    """The core of :class:`CompactDropsDelaysQueue`."""
+class CompactDropsDelaysMachine(Machine[T]):
+    """The machine of :class:`CompactDropsDelaysQueue`."""
 
     def live_timers(self) -> Iterator[Timer]:
         for r in self.in_flight.values():
@@ -913,7 +934,7 @@ class CompactDropsDelaysCore(Core[T]):
 class CompactDropsDelaysQueue(Queue[T]):
     """MUTANT: the timer heap's rebuild keeps the deadlines and drops the delays.
 
-    The bug: ``Core.compact`` (run when stale entries outnumber the live ones, e.g. after many
+    The bug: ``Machine.compact`` (run when stale entries outnumber the live ones, e.g. after many
     ``change_visibility`` calls) rebuilds the heap from ``live_timers``, which here yields only
     the in-flight deadlines. A delayed message whose entry is rebuilt away has no timer left:
     it stays ``DELAYED`` for ever (capacity held, never delivered). Only a delay and enough
@@ -925,7 +946,7 @@ class CompactDropsDelaysQueue(Queue[T]):
     delayed in the queue.
     """
 
-    _core_class = CompactDropsDelaysCore
+    machine_class = CompactDropsDelaysMachine
 
 
 _ALL: tuple[type[Queue[Any]], ...] = (
@@ -965,11 +986,11 @@ MUTANTS: Final[Mapping[str, type[Queue[Any]]]] = {cls.__name__: cls for cls in _
 # =============================================================================================
 
 
-class TailReleaseFifoCore(FifoCore[T]):
-    """The core of :class:`TailReleaseFifoQueue`."""
+class TailReleaseFifoMachine(FifoMachine[T]):
+    """The machine of :class:`TailReleaseFifoQueue`."""
 
-    def place(self, rec: Record[T]) -> None:
-        """BUG: leave ``rec`` at the tail, behind the later messages of its group."""
+    def requeue(self, rec: Record[T]) -> None:
+        self.visible[rec.id] = rec  # BUG: left at the tail, behind its group's later messages
 
 
 class TailReleaseFifoQueue(FifoQueue[T]):
@@ -984,11 +1005,11 @@ class TailReleaseFifoQueue(FifoQueue[T]):
     that group delivers a later message of the group before the released one.
     """
 
-    _core_class = TailReleaseFifoCore
+    machine_class = TailReleaseFifoMachine
 
 
-class LockBlindFifoCore(FifoCore[T]):
-    """The core of :class:`LockBlindFifoQueue`."""
+class LockBlindFifoMachine(FifoMachine[T]):
+    """The machine of :class:`LockBlindFifoQueue`."""
 
     def locked(self) -> set[str]:
         return set()  # BUG: no group is ever locked
@@ -1005,11 +1026,11 @@ class LockBlindFifoQueue(FifoQueue[T]):
     locked when it began.
     """
 
-    _core_class = LockBlindFifoCore
+    machine_class = LockBlindFifoMachine
 
 
-class InterleavedBatchFifoCore(FifoCore[T]):
-    """The core of :class:`InterleavedBatchFifoQueue`."""
+class InterleavedBatchFifoMachine(FifoMachine[T]):
+    """The machine of :class:`InterleavedBatchFifoQueue`."""
 
     def heads(self, n: int) -> list[Record[T]]:
         locked = self.locked()
@@ -1029,11 +1050,11 @@ class InterleavedBatchFifoQueue(FifoQueue[T]):
     exhausted): a batch over two groups returns them interleaved.
     """
 
-    _core_class = InterleavedBatchFifoCore
+    machine_class = InterleavedBatchFifoMachine
 
 
-class SlidingDedupFifoCore(FifoCore[T]):
-    """The core of :class:`SlidingDedupFifoQueue`."""
+class SlidingDedupFifoMachine(FifoMachine[T]):
+    """The machine of :class:`SlidingDedupFifoQueue`."""
 
     def duplicate(self, dedup_id: str, now: float) -> str | None:
         earlier = super().duplicate(dedup_id, now)
@@ -1053,14 +1074,23 @@ class SlidingDedupFifoQueue(FifoQueue[T]):
     ``dedup_interval`` after the acceptance, whatever duplicates came in between).
     """
 
-    _core_class = SlidingDedupFifoCore
+    machine_class = SlidingDedupFifoMachine
 
 
-class RejectedDedupFifoCore(FifoCore[T]):
-    """The core of :class:`RejectedDedupFifoQueue`."""
+class RejectedDedupFifoMachine(FifoMachine[T]):
+    """The machine of :class:`RejectedDedupFifoQueue`."""
 
-    def rejected(self, dedup_id: str, id: str | None, now: float) -> None:
-        self.remember(dedup_id, id or "rejected", now)  # BUG: records a rejected send
+    def send(  # type: ignore[override]
+        self, now: float, id: str | None, body: T, group: str, dedup_id: str | None, **kw: bool
+    ) -> Outcome | Blocked:
+        rejected = True  # if the send raises (the id taken), as if refused
+        try:
+            out = super().send(now, id, body, group, dedup_id, **kw)
+            rejected = out is NO_ROOM or out is SHUT
+            return out
+        finally:
+            if rejected and dedup_id is not None:
+                self.remember(dedup_id, id or "rejected", now)  # BUG: records a rejected send
 
 
 class RejectedDedupFifoQueue(FifoQueue[T]):
@@ -1075,14 +1105,17 @@ class RejectedDedupFifoQueue(FifoQueue[T]):
     accepted message): the retry of a send rejected as full gets the rejected id back.
     """
 
-    _core_class = RejectedDedupFifoCore
+    machine_class = RejectedDedupFifoMachine
 
 
-class SilentUnlockFifoCore(FifoCore[T]):
-    """The core of :class:`SilentUnlockFifoQueue`."""
+class SilentUnlockFifoMachine(FifoMachine[T]):
+    """The machine of :class:`SilentUnlockFifoQueue`."""
 
-    def delete(self, rec: Record[T]) -> Wake:
-        return Core.delete(self, rec)  # BUG: skips FifoCore's wake_group
+    def finish(self, rec: Record[T]) -> int:
+        del self.in_flight[rec.id]
+        rec.deadline = None
+        self.done.add(rec.id)
+        return 0  # BUG: not self.left_flight(rec): the unlocked group wakes nobody
 
 
 class SilentUnlockFifoQueue(FifoQueue[T]):
@@ -1099,11 +1132,11 @@ class SilentUnlockFifoQueue(FifoQueue[T]):
     whether the receiver was woken.
     """
 
-    _core_class = SilentUnlockFifoCore
+    machine_class = SilentUnlockFifoMachine
 
 
-class PruneLiveDedupFifoCore(FifoCore[T]):
-    """The core of :class:`PruneLiveDedupFifoQueue`."""
+class PruneLiveDedupFifoMachine(FifoMachine[T]):
+    """The machine of :class:`PruneLiveDedupFifoQueue`."""
 
     def remember(self, dedup_id: str, id: str, now: float) -> None:
         dedup = self.dedup
@@ -1126,11 +1159,11 @@ class PruneLiveDedupFifoQueue(FifoQueue[T]):
     ids within the window, then a retry of the first, which must be a duplicate.
     """
 
-    _core_class = PruneLiveDedupFifoCore
+    machine_class = PruneLiveDedupFifoMachine
 
 
-class UncheckedWaitFifoCore(FifoCore[T]):
-    """The core of :class:`UncheckedWaitFifoQueue`."""
+class UncheckedWaitFifoMachine(FifoMachine[T]):
+    """The machine of :class:`UncheckedWaitFifoQueue`."""
 
     def rechecked(self, dedup_id: str, now: float) -> str | None:
         return None  # BUG: a send that waited for room is never a duplicate
@@ -1149,7 +1182,7 @@ class UncheckedWaitFifoQueue(FifoQueue[T]):
     must get the first one's id back, not a new message.
     """
 
-    _core_class = UncheckedWaitFifoCore
+    machine_class = UncheckedWaitFifoMachine
 
 
 #: Every FIFO mutant by name, in the order of the module docstring (apart from :data:`MUTANTS`:
@@ -1177,19 +1210,20 @@ FIFO_MUTANTS: Final[Mapping[str, type[FifoQueue[Any]]]] = {
 # two queues, so a test builds the whole system from the mutant's class (the source and its
 # target, or the dead-letter queue and its destination). They are kept apart in
 # :data:`SYSTEM_MUTANTS`: the single-queue checks of ``test_mutants.py`` never meet their bug.
-# A step across two queues has two halves (one per queue, ``Core.release`` + ``Core.move_in``,
-# ``Core.redrive_out`` + ``Core.accept_moved``), so a system mutant may override the two
-# halves of its one broken step; ``model_tests/tests/test_system_mutants.py`` runs the check
-# that catches each, and the same check on ``impl.Queue``.
+# A step across two queues has two halves (one per queue, ``Machine.release`` +
+# ``Machine.move_in``, ``Machine.redrive_out`` + ``Machine.accept_moved``), so a system mutant
+# may override the two halves of its one broken step; ``model_tests/tests/test_system_mutants.py``
+# runs the check that catches each, and the same check on ``impl.Queue``.
 
 
-class TwoStepMoveCore(Core[T]):
-    """The core of :class:`TwoStepMoveQueue`: a dying release only removes; the add waits."""
+class TwoStepMoveMachine(Machine[T]):
+    """The machine of :class:`TwoStepMoveQueue`: a dying release only removes; the add is
+    left for a step of its own."""
 
-    def release(self, rec: Record[T]) -> Wake:
+    def release(self, rec: Record[T], now: float) -> tuple[int, int]:
         target, self.target = self.target, None
         try:
-            wake = super().release(rec)  # BUG: step 1, DEAD here and not yet in the target
+            wake = super().release(rec, now)  # BUG: step 1, DEAD here and not yet in the target
         finally:
             self.target = target
         if target is not None and self.dead and self.dead[-1] is rec:
@@ -1223,16 +1257,43 @@ class TwoStepMoveQueue(Queue[T]):
     state-based check passes.
     """
 
-    _core_class = TwoStepMoveCore
+    machine_class = TwoStepMoveMachine
 
-    def _after_moves(self) -> None:
-        core = self.machine
-        assert isinstance(core, TwoStepMoveCore) and core.target is not None
-        unmoved, core.unmoved[:] = list(core.unmoved), []
-        now = self.clock.now()  # BUG: the add is a step of its own, which can fail here
-        for rec in unmoved:
-            core.moved_receivers += core.target.move_in(rec, now, core.handle)[0]
-        super()._after_moves()
+    def retry(self, receipt: Receipt) -> bool:
+        ok = super().retry(receipt)
+        self.add_moved()
+        return ok
+
+    def change_visibility(self, receipt: Receipt, timeout: float) -> bool:
+        ok = super().change_visibility(receipt, timeout)
+        self.add_moved()
+        return ok
+
+    def sweep(self) -> None:
+        super().sweep()
+        self.add_moved()
+
+    def add_moved(self) -> None:
+        """Step 2 of the move: the add into the target, a step of its own."""
+        machine = self.machine
+        target = self.dead_letter
+        assert isinstance(machine, TwoStepMoveMachine) and target is not None
+        with target.mutex, self.mutex:
+            unmoved, machine.unmoved[:] = list(machine.unmoved), []
+            if not unmoved:
+                return
+            now = self.clock.now()  # BUG: the add is a step of its own, which can fail here
+            for rec in unmoved:
+                receivers, due = target.machine.move_in(rec, now, weakref.ref(machine))
+                target.machine.on_effect(Effect(target.machine, receivers, 0, due))
+
+
+class OppositeLockOrderMachine(Machine[T]):
+    """The machine of :class:`OppositeLockOrderQueue`."""
+
+    def sweep_queues(self) -> list[Machine[T]]:
+        # BUG: the reverse of lock order: this queue first, then its target (and the rest).
+        return super().sweep_queues()[::-1]
 
 
 class OppositeLockOrderQueue(Queue[T]):
@@ -1252,13 +1313,11 @@ class OppositeLockOrderQueue(Queue[T]):
     preemption, the schedule where the sweeper holds A's lock and the redrive B's: DEADLOCK.
     """
 
-    def _sweep_queues(self) -> list[BaseQueue[Any]]:
-        # BUG: the reverse of lock order: this queue first, then its target (and the rest).
-        return super()._sweep_queues()[::-1]
+    machine_class = OppositeLockOrderMachine
 
 
-class RetentionFromMoveCore(Core[T]):
-    """The core of :class:`RetentionFromMoveQueue`."""
+class RetentionFromMoveMachine(Machine[T]):
+    """The machine of :class:`RetentionFromMoveQueue`."""
 
     def enqueue_time_of_move(self, rec: Record[T], now: float) -> float:
         return now  # BUG: a standard queue keeps the original enqueue time (AWS)
@@ -1283,21 +1342,23 @@ class RetentionFromMoveQueue(Queue[T]):
     such a run.
     """
 
-    _core_class = RetentionFromMoveCore
+    machine_class = RetentionFromMoveMachine
 
 
-class RedriveKeepsCore(Core[T]):
-    """The core of :class:`RedriveKeepsQueue`: the two halves of a redrive move pass the old
-    record along, and the destination's half keeps its attempt and enqueue time."""
+class RedriveKeepsMachine(Machine[T]):
+    """The machine of :class:`RedriveKeepsQueue`: the two halves of a redrive move pass the
+    old record along, and the destination's half keeps its attempt and enqueue time."""
 
-    def redrive_out(self, rec: Record[T], to: object, new_id: str) -> Wake:
-        wake = super().redrive_out(rec, to, new_id)
-        dest = to() if callable(to) else None
-        if isinstance(dest, BaseQueue):
-            vars(dest.machine)["_carried"] = rec
-        return wake
+    def redrive_out(self, rec: Record[T], to: object, new_id: str) -> int:
+        senders = super().redrive_out(rec, to, new_id)
+        dest = to() if isinstance(to, weakref.ref) else None
+        if isinstance(dest, Machine):
+            vars(dest)["_carried"] = rec
+        return senders
 
-    def accept_moved(self, id: str, body: T, group: str | None, now: float) -> Wake:
+    def accept_moved(
+        self, id: str, body: T, group: str | None, now: float
+    ) -> tuple[int, float | None]:
         wake = super().accept_moved(id, body, group, now)
         old: Record[T] | None = vars(self).pop("_carried", None)
         if old is not None:  # BUG: a redriven message is not a new one: nothing is reset
@@ -1323,7 +1384,7 @@ class RedriveKeepsQueue(Queue[T]):
     not the spec's 0.
     """
 
-    _core_class = RedriveKeepsCore
+    machine_class = RedriveKeepsMachine
 
 
 # The plumbing of a system: each of these four (and :class:`WithdrawnKeptAsyncQueue`) is a
@@ -1331,19 +1392,19 @@ class RedriveKeepsQueue(Queue[T]):
 # the suite passed before its named check was written.
 
 
-class SilentRedriveOutCore(Core[T]):
-    """The core of :class:`SilentRedriveOutQueue`."""
+class SilentRedriveOutMachine(Machine[T]):
+    """The machine of :class:`SilentRedriveOutQueue`."""
 
-    def redrive_out(self, rec: Record[T], to: object, new_id: str) -> Wake:
+    def redrive_out(self, rec: Record[T], to: object, new_id: str) -> int:
         super().redrive_out(rec, to, new_id)
-        return NOBODY  # BUG: the slot the move frees wakes no sender
+        return 0  # BUG: the slot the move frees wakes no sender
 
 
 class SilentRedriveOutQueue(Queue[T]):
     """MUTANT (system): a redrive out of a bounded queue frees a slot and wakes no sender
     blocked on it.
 
-    The bug: the redriven queue's half of a redrive move (``Core.redrive_out``) says it
+    The bug: the redriven queue's half of a redrive move (``Machine.redrive_out``) says it
     enabled nobody, where it freed one slot (contract section 7: a moved message is terminal
     there, so it no longer counts against ``capacity``). A dead-letter queue is unbounded,
     but ``start_redrive(destination=...)`` moves the visible messages out of any queue: a
@@ -1355,11 +1416,11 @@ class SilentRedriveOutQueue(Queue[T]):
     another queue; the sender must be woken and its message accepted.
     """
 
-    _core_class = SilentRedriveOutCore
+    machine_class = SilentRedriveOutMachine
 
 
-class CompactDropsTicksCore(Core[T]):
-    """The core of :class:`CompactDropsTicksQueue`."""
+class CompactDropsTicksMachine(Machine[T]):
+    """The machine of :class:`CompactDropsTicksQueue`."""
 
     def live_timers(self) -> Iterator[Timer]:
         # BUG: the rebuild forgets the running redrive task's tick
@@ -1369,7 +1430,7 @@ class CompactDropsTicksCore(Core[T]):
 class CompactDropsTicksQueue(Queue[T]):
     """MUTANT (system): the timer heap's rebuild drops a running rate-limited redrive's tick.
 
-    The bug: ``Core.live_timers`` lists every kind of timer the rebuild keeps; leave out the
+    The bug: ``Machine.live_timers`` lists every kind of timer the rebuild keeps; leave out the
     redrive tick (the one kind that belongs to a task, not to a message) and the first
     compaction while a ``rate=`` task runs (stale deadlines outnumbering the live timers:
     repeated ``change_visibility``, say) takes the task's only tick away. Nothing fires it
@@ -1382,18 +1443,15 @@ class CompactDropsTicksQueue(Queue[T]):
     all three and completed.
     """
 
-    _core_class = CompactDropsTicksCore
+    machine_class = CompactDropsTicksMachine
 
 
-class OneWakeDeadLetterCore(Core[T]):
-    """The core of :class:`OneWakeDeadLetterQueue`."""
+class OneWakeDeadLetterMachine(Machine[T]):
+    """The machine of :class:`OneWakeDeadLetterQueue`."""
 
-    def release(self, rec: Record[T]) -> Wake:
-        before = self.moved_receivers
-        wake = super().release(rec)
-        if self.moved_receivers > before:
-            self.moved_receivers -= before  # BUG: ``=`` where the real step adds (``+=``)
-        return wake
+    def moves(self) -> tuple[Effect, ...]:
+        effects = super().moves()
+        return effects[-1:]  # BUG: each move's wake overwrites the one before (keep them all)
 
 
 class OneWakeDeadLetterQueue(Queue[T]):
@@ -1414,7 +1472,24 @@ class OneWakeDeadLetterQueue(Queue[T]):
     is STUCK.
     """
 
-    _core_class = OneWakeDeadLetterCore
+    machine_class = OneWakeDeadLetterMachine
+
+
+class ExpiryDropsTimersMachine(Machine[T]):
+    """The machine of :class:`ExpiryDropsTimersQueue`."""
+
+    def still_current(
+        self, due: list[tuple[Timer, Record[Any]]]
+    ) -> list[tuple[Timer, Record[Any]]]:
+        gone: set[str] = set()
+        out = []
+        for timer, rec in due:
+            if rec.id in gone:
+                continue
+            out.append((timer, rec))
+            if timer.attempt < 0 or timer.attempt > 0:  # BUG: not ``and self.dies(rec)``
+                gone.add(rec.id)
+        return out
 
 
 class ExpiryDropsTimersQueue(Queue[T]):
@@ -1423,7 +1498,7 @@ class ExpiryDropsTimersQueue(Queue[T]):
 
     The bug: a message may have two timers due in one sweep (its deadline and its
     retention timer); once one of them makes it terminal, the later ones are stale and must
-    neither fire nor be traced (``BaseQueue._still_current``). Counting every expiry as
+    neither fire nor be traced (``Machine.still_current``). Counting every expiry as
     terminal, not only one whose release dead-letters, also drops the retention timer of a
     message that an expiry merely made visible again: the retention timer was taken off the
     heap and is never put back, so the message outlives its retention for good (contract
@@ -1434,16 +1509,7 @@ class ExpiryDropsTimersQueue(Queue[T]):
     to 10 in one step: one sweep expires the delivery and must then age the message out.
     """
 
-    def _still_current(self, due: list[tuple[Timer, Record[T]]]) -> list[tuple[Timer, Record[T]]]:
-        gone: set[str] = set()
-        out = []
-        for timer, rec in due:
-            if rec.id in gone:
-                continue
-            out.append((timer, rec))
-            if timer.attempt < 0 or timer.attempt > 0:  # BUG: not ``and dies(rec)``
-                gone.add(rec.id)
-        return out
+    machine_class = ExpiryDropsTimersMachine
 
 
 #: The system mutants by name (apart from :data:`MUTANTS`: each needs a system of queues).
@@ -1463,8 +1529,21 @@ SYSTEM_MUTANTS: Final[Mapping[str, type[Queue[Any]]]] = {
 
 
 # =============================================================================================
-# The asyncio shell's waiter FIFO
+# The asyncio driver's waiter FIFO
 # =============================================================================================
+
+
+class WithdrawnKeptWaiters(Waiters):
+    """The waiter FIFO of :class:`WithdrawnKeptAsyncQueue`."""
+
+    def live(self) -> list[asyncio.Future[Any]]:
+        return [f for f in self.futures if f.done()]  # BUG: ``not f.done()``
+
+
+class WithdrawnKeptFutures(Futures):
+    """The conditions of :class:`WithdrawnKeptAsyncQueue`: their FIFOs are broken ones."""
+
+    waiters_class = WithdrawnKeptWaiters
 
 
 class WithdrawnKeptAsyncQueue(AsyncQueue[T]):
@@ -1473,7 +1552,7 @@ class WithdrawnKeptAsyncQueue(AsyncQueue[T]):
 
     The bug: a withdrawn waiter (a cancelled task, a timed-out wait) leaves its future in the
     condition's FIFO, skipped by every waker, until withdrawn ones are half of it; then the
-    FIFO is compacted to its pending futures (``AsyncQueue._live_waiters``). The test turned
+    FIFO is compacted to its pending futures (``Waiters.live``). The test turned
     round keeps the done futures instead: every task still waiting loses its place, and the
     next send resolves nobody. The receiver sleeps beside a visible message
     (``NoSleepingWaiter``), though it was first in line; only a FIFO of more than 16
@@ -1486,11 +1565,10 @@ class WithdrawnKeptAsyncQueue(AsyncQueue[T]):
     the message.
     """
 
-    def _live_waiters(self, waiters: deque[asyncio.Future[Any]]) -> list[asyncio.Future[Any]]:
-        return [f for f in waiters if f.done()]  # BUG: ``not f.done()``
+    conditions_class = WithdrawnKeptFutures
 
 
-#: The asyncio shell's mutants by name (they take ``impl.AsyncQueue``'s constructor and API).
+#: The asyncio driver's mutants by name (they take ``impl.AsyncQueue``'s constructor and API).
 ASYNC_MUTANTS: Final[Mapping[str, type[AsyncQueue[Any]]]] = {
     cls.__name__: cls for cls in (WithdrawnKeptAsyncQueue,)
 }

@@ -111,8 +111,18 @@ def _sample_args(op: Declared) -> tuple[object, ...]:
     return tuple(sample.get(a.kind) for a in op.args)
 
 
+def _public(cls: type) -> set[str]:
+    """The public methods of ``cls`` (its public class attributes that are classes, the
+    drivers' ``machine_class`` and ``conditions_class``, are configuration, not operations)."""
+    return {
+        n
+        for n, v in inspect.getmembers(cls)
+        if not n.startswith("_") and callable(v) and not isinstance(v, type)
+    }
+
+
 def test_every_operation_is_a_method_of_impl_queue_and_every_method_is_accounted_for() -> None:
-    public = {n for n, v in inspect.getmembers(impl.Queue) if not n.startswith("_") and callable(v)}
+    public = _public(impl.Queue)
     methods = {op.impl for op in REGISTRY if op.impl is not None}
     assert methods <= public
     assert public - NOT_OPERATIONS - SYSTEM_METHODS == methods, "a method the registry lacks"
@@ -129,10 +139,6 @@ needs_aio = pytest.mark.skipif(
 #: Public methods an async queue has and the threaded one has not (``async with`` and
 #: ``async for`` are dunders): none, so far.
 ASYNC_ONLY: frozenset[str] = frozenset()
-
-
-def _public(cls: type) -> set[str]:
-    return {n for n, v in inspect.getmembers(cls) if not n.startswith("_") and callable(v)}
 
 
 @needs_aio

@@ -119,10 +119,7 @@ def test_library_code_cites_contract_sections_not_issues() -> None:
 MAX_FUNCTION_LINES: Final = 60
 #: The functions of ``impl/`` over that today, with their length: the list may only shrink (a new
 #: long function, or one grown longer, fails; one shortened must leave the list).
-LONG_FUNCTIONS: Final = {
-    "impl/shell.py:BaseQueue.change_visibility_batch": 78,
-    "impl/shell.py:BaseQueue.__init__": 74,
-}
+LONG_FUNCTIONS: Final[dict[str, int]] = {}
 
 
 def long_functions(source: str, where: str) -> dict[str, int]:

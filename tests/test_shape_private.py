@@ -8,7 +8,7 @@ attribute of the owner whose docstring states its contract, so the owner's invar
 the owner's code. The check, per ``impl/*.py`` file:
 
 - an attribute ``x._name`` is a violation unless ``x`` is the bare name ``self`` or ``cls``
-  (so ``self.machine._ids``, ``dest.machine``, ``super()._x``, ``type(self)._x`` all are; a
+  (so ``self._core._ids``, ``dest._core``, ``super()._x``, ``type(self)._x`` all are; a
   name-mangled ``__x`` is private too);
 - ``from impl.x import _name`` (or ``from .x import _name``) of a private name is a violation.
 """
@@ -61,8 +61,8 @@ def test_the_check_finds_every_form_of_private_read() -> None:
         "        self.__mangled\n"  # allowed: own name-mangled attribute
         "        self.__init__\n"  # allowed: dunder
         "        dest.__class__\n"  # allowed: dunder of another object
-        "        self.machine._ids\n"  # 11
-        "        dest.machine\n"  # 12
+        "        self._core._ids\n"  # 11
+        "        dest._core\n"  # 12
         "        q._lock.acquire()\n"  # 13
         "        super()._x()\n"  # 14
         "        type(self)._x\n"  # 15
@@ -74,7 +74,7 @@ def test_the_check_finds_every_form_of_private_read() -> None:
     hits = private_reads(source, "m")
     assert [int(h.split(":")[1]) for h in hits] == [1, 2, 11, 12, 13, 14, 15, 16, 17, 18], hits
     assert "m:2: imports _order" in hits
-    assert "m:11: self.machine._ids" in hits
+    assert "m:11: self._core._ids" in hits
     assert private_reads("class A:\n    def f(self):\n        return self._x\n", "m") == []
     assert private_reads("from os import _exit\n", "m") == []  # not the impl package
 

@@ -57,6 +57,7 @@ from typing import Any, Final
 import spec
 from impl import Entry as BatchEntry
 from impl import FakeClock, Message
+from impl.outcome import Outcome
 from model_tests import exploration
 from model_tests.aio.loop import DeterministicLoop, describe, started, task_of, where
 from model_tests.aio.programs import Op, Program
@@ -145,11 +146,6 @@ def queue_classes() -> dict[str, type[Any]]:
     return {**real, **MUTANTS}
 
 
-def inner(q: Any) -> Any:
-    """The shell queue an ``AsyncQueue`` runs on (``q._q``: its core, its checks)."""
-    return q._q
-
-
 @dataclass(eq=False)
 class _Task:
     """What the explorer knows of one program task."""
@@ -206,6 +202,8 @@ def _brief(v: object) -> str:
 
 
 def _messages(value: object) -> list[Message[Any]]:
+    if isinstance(value, Outcome):  # a waker's hand-over (a mutant's: never the driver's)
+        value = value.result
     if isinstance(value, Message):
         return [value]
     if isinstance(value, list | tuple):
@@ -481,12 +479,11 @@ def _check_step(
         return Failure("CRASH", f"{ctx.get('message')}: {ctx.get('exception')!r}")
     if crashes:
         return Failure("CRASH", crashes[0])
-    shell = inner(q)
     try:
-        shell._check()
+        q.machine.check()
         snap = q.snapshot()
     except AssertionError as e:
-        return Failure("OneState", f"Core.check: {e}")
+        return Failure("OneState", f"Machine.check: {e}")
     state = to_state(snap, config, 0, previous[0])
     broken = spec.violations(state)
     if previous[0] is not None:
@@ -494,7 +491,7 @@ def _check_step(
     previous[0] = state
     if broken:
         return Failure("OneState", "; ".join(broken))
-    lost = nothing_lost([shell], accepted)
+    lost = nothing_lost([q], accepted)
     if lost is not None:
         return Failure("NothingLost", lost)
     transit = _in_transit(tasks)
@@ -529,7 +526,7 @@ def _in_transit(tasks: list[_Task]) -> set[tuple[str, int]]:
 
 def _no_sleeping_waiter(q: Any, tasks: list[_Task]) -> Failure | None:
     """``NoSleepingWaiter`` on an idle loop: see the module docstring."""
-    core = inner(q).machine
+    core = q.machine
     for t in tasks:
         if t.task is None or t.task.done() or t.op is None:
             continue
@@ -541,7 +538,7 @@ def _no_sleeping_waiter(q: Any, tasks: list[_Task]) -> Failure | None:
                 "NoSleepingWaiter",
                 f"{t.name} sleeps in {name} at {at} while {head!r} is deliverable",
             )
-        if name.startswith("send") and not inner(q)._shutdown:
+        if name.startswith("send") and not core.shut:
             n = len(args[0]) if name == "send_batch" else 1
             room = core.accepts(n) == n if name == "send_batch" else core.has_room()
             if room:

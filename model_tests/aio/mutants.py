@@ -1,50 +1,71 @@
-"""The two teaching bugs of the asyncio shell, as mutants of ``impl.AsyncQueue``.
+"""The two teaching bugs of the asyncio driver, as mutants of ``impl.AsyncQueue``.
 
-Each overrides only the seams the design names (``_pass_on``, ``_wake_next``, ``_wait``), never
-a public method, so the explorer runs the real queue's code everywhere else:
+Each names broken conditions (``conditions_class``: a subclass of ``impl.aio.Futures``, the
+public class of the driver's waits), never a private method, so the explorer runs the real
+queue's code everywhere else:
 
 - :class:`NoPassOnAsyncQueue`: a woken waiter that is cancelled does not pass its wakeup on
-  (``_pass_on`` does nothing): another receiver sleeps beside a visible message
+  (``Futures.pass_on`` does nothing): another receiver sleeps beside a visible message
   (``NoSleepingWaiter`` fails);
-- :class:`HandoffAsyncQueue`: the waker delivers on the waiter's behalf (a core receive at
-  wake time, the waiter's future resolved with the Message): a waiter cancelled after that
-  strands an in-flight message no task holds (``HeldDeliveries`` fails).
-
-Defined only when ``impl`` has the asyncio shell (``MUTANTS`` is empty otherwise).
+- :class:`HandoffAsyncQueue`: the waker delivers on the waiter's behalf (the machine's receive
+  at wake time, the waiter's future resolved with its outcome, which the woken task takes as its
+  own step's): a waiter cancelled after that strands an in-flight message no task holds
+  (``HeldDeliveries`` fails).
 """
 
 from __future__ import annotations
 
 from typing import Any, Final
 
-import impl
+from impl.aio import AsyncQueue, Futures, Waiters
+from impl.outcome import Outcome
 
-MUTANTS: Final[dict[str, type[Any]]] = {}
 
-if hasattr(impl, "AsyncQueue"):  # pragma: no branch - depends on the checkout
-    _Base: type[Any] = impl.AsyncQueue
+class NoPassOnFutures(Futures):
+    """A cancelled woken waiter keeps its wakeup: nobody else is woken."""
 
-    class NoPassOnAsyncQueue(_Base):  # type: ignore[misc]
-        """A cancelled woken waiter keeps its wakeup: nobody else is woken."""
+    def pass_on(self, cond: Waiters) -> None:
+        pass  # BUG: not self.notify(cond)
 
-        def _pass_on(self, cond: Any) -> None:
-            pass
 
-    class HandoffAsyncQueue(_Base):  # type: ignore[misc]
-        """The waker receives for the receiver it wakes, and hands it the Message."""
+class NoPassOnAsyncQueue(AsyncQueue[Any]):
+    """The asyncio queue whose cancelled woken waiters keep their wakeups."""
 
-        def _wake_next(self, cond: Any) -> None:
-            if cond is not self._q.not_empty:
-                super()._wake_next(cond)
+    conditions_class = NoPassOnFutures
+
+
+class HandoffFutures(Futures):
+    """The waker receives for the receiver it wakes, and hands it the outcome."""
+
+    #: The queue whose receives this waker makes (set by :class:`HandoffAsyncQueue`).
+    queue: AsyncQueue[Any] | None = None
+
+    def notify(self, cond: Waiters) -> None:
+        q = self.queue
+        if cond is not self.not_empty or q is None or not self.waiting[cond]:
+            super().notify(cond)
+            return
+        while cond.futures:
+            fut = cond.futures.popleft()
+            if not fut.done():
+                # BUG: the step is the waiter's to take, after it resumes
+                out = q.machine.receive(q.clock.now(), q.visibility_timeout)
+                fut.set_result(out if isinstance(out, Outcome) else None)
                 return
-            waiters = self._waiters[cond]
-            while waiters:
-                fut = waiters.popleft()
-                if not fut.done():
-                    fut.set_result(self._q.receive(block=False))
-                    return
 
-        async def _wait(self, cond: Any, deadline: float | None) -> Any:
-            return await super()._wait(cond, deadline)
 
-    MUTANTS.update(NoPassOnAsyncQueue=NoPassOnAsyncQueue, HandoffAsyncQueue=HandoffAsyncQueue)
+class HandoffAsyncQueue(AsyncQueue[Any]):
+    """The asyncio queue whose wakers receive on their waiters' behalf."""
+
+    conditions_class = HandoffFutures
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        assert isinstance(self.conditions, HandoffFutures)
+        self.conditions.queue = self
+
+
+MUTANTS: Final[dict[str, type[Any]]] = {
+    "NoPassOnAsyncQueue": NoPassOnAsyncQueue,
+    "HandoffAsyncQueue": HandoffAsyncQueue,
+}

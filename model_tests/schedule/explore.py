@@ -451,7 +451,7 @@ def blocked(q: Queue[Any], clock: ControlledClock, sched: Scheduler) -> Failure 
                 "LOST WAKEUP",
                 f"{t.name} sleeps in {op} at {p.where} while {head!r} is deliverable",
             )
-        if cond == "not_full" and op.startswith("send") and not q._shutdown:
+        if cond == "not_full" and op.startswith("send") and not q.machine.shut:
             n = len(cast(list[Any], t.op[1][0])) if t.op and op == "send_batch" else 1
             if q.machine.accepts(n) == n if op == "send_batch" else q.machine.has_room():
                 return Failure(

@@ -2,8 +2,9 @@
 
 ``docs/failure-model.md`` names two bugs of ``queue.Queue`` under a signal handler's exception
 (an interrupt) and shows that ``impl.Queue`` has neither. The first, a notify used up by a
-waiter that then leaves by the exception, is a bug of the queue's own code (``Queue._wait``
-passes the notify on); :class:`UnpassedInterruptQueue` is the queue without that line, and the
+waiter that then leaves by the exception, is a bug of the queue's own code
+(``impl.threaded.Conditions.wait`` passes the notify on); :class:`UnpassedInterruptQueue` is
+the queue without that line, and the
 scheduler injects the interrupt at the end of a notified wait (``Program.interrupts``). The
 second, a plain ``Lock`` whose re-acquire inside ``Condition.wait`` an interrupt can break, is
 a property of the lock, not of the queue's code: the controlled lock replaces it (it is always
@@ -18,8 +19,20 @@ from collections.abc import Mapping
 from typing import Any, Final, TypeVar
 
 from impl import Queue
+from impl.threaded import Conditions
 
 T = TypeVar("T")
+
+
+class UnpassedInterruptConditions(Conditions):
+    """The conditions of :class:`UnpassedInterruptQueue`."""
+
+    def wait(self, cond: threading.Condition, deadline: float | None) -> None:
+        self.waiting[cond] += 1
+        try:
+            self.clock.wait(cond, deadline)
+        finally:
+            self.waiting[cond] -= 1  # BUG: an exception leaves without self.notify(cond)
 
 
 class UnpassedInterruptQueue(Queue[T]):
@@ -27,7 +40,7 @@ class UnpassedInterruptQueue(Queue[T]):
 
     The bug: ``queue.Queue``'s: a receiver woken by a notify is interrupted (Ctrl-C) before it
     returns; the notify meant for "one message is visible" is used up, and another receiver
-    sleeps beside the message. ``Queue._wait`` passes one notify on before re-raising; this
+    sleeps beside the message. ``Conditions.wait`` passes one notify on before re-raising; this
     one only keeps the count of waiters right.
 
     Why the checks see it: the scheduler interrupts the notified receiver as it leaves its
@@ -35,12 +48,7 @@ class UnpassedInterruptQueue(Queue[T]):
     WAKEUP.
     """
 
-    def _wait(self, cond: threading.Condition, deadline: float | None) -> None:
-        self._waiting[cond] += 1
-        try:
-            self.clock.wait(cond, deadline)
-        finally:
-            self._waiting[cond] -= 1  # BUG: an exception leaves without self._notify(cond)
+    conditions_class = UnpassedInterruptConditions
 
 
 #: The scheduler's own mutants, by name.

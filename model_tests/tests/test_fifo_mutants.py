@@ -27,7 +27,7 @@ from typing import Any, Final
 import pytest
 
 from impl import Empty, FakeClock, FifoQueue, Full, ShutDown
-from impl.fifo_core import FifoCore
+from impl.fifo_machine import FifoMachine
 from model_tests.mutants import (
     FIFO_MUTANTS,
     InterleavedBatchFifoQueue,
@@ -214,13 +214,13 @@ def test_every_fifo_mutant_is_caught_and_documented() -> None:
         assert issubclass(cls, FifoQueue) and cls is not FifoQueue
 
 
-def test_every_fifo_mutant_overrides_one_core_step_in_a_few_lines() -> None:
-    """Each FIFO mutant's core overrides one step of ``impl.fifo_core.FifoCore`` (its own or
-    one it inherits from ``impl.core.Core``), and its shell nothing else."""
+def test_every_fifo_mutant_overrides_one_machine_step_in_a_few_lines() -> None:
+    """Each FIFO mutant's machine overrides one step of ``impl.fifo_machine.FifoMachine`` (its
+    own or one it inherits from ``impl.machine.Machine``), and its queue nothing else."""
     for name, cls in FIFO_MUTANTS.items():
         parts = broken_parts(cls)
         assert len(parts) == 1, f"{name} overrides {parts}, not one step"
         ((klass, attr),) = parts
-        assert not attr.startswith("_") and callable(getattr(FifoCore, attr)), (name, attr)
+        assert not attr.startswith("_") and callable(getattr(FifoMachine, attr)), (name, attr)
         lines, _ = inspect.getsourcelines(getattr(klass, attr))
         assert len(lines) <= 15, f"{name}.{attr} has {len(lines)} lines"

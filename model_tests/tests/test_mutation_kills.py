@@ -27,6 +27,7 @@ from impl import (
     Receipt,
     ShutDown,
 )
+from impl.machine import Machine
 from model_tests.support import BOUND, ProbeClock
 
 #: A call with a bad argument, the exception it must raise, and the argument its message names.
@@ -322,9 +323,9 @@ def _count_notifies(monkeypatch: pytest.MonkeyPatch, cond: threading.Condition) 
 
 
 def test_a_transition_notifies_only_when_someone_waits(monkeypatch: pytest.MonkeyPatch) -> None:
-    """``Queue._notify`` skips ``Condition.notify`` when no thread waits on the condition (the
-    waiting counts kept by ``Queue._wait`` say so), and notifies once when one does; once the
-    waiter has left, nobody is counted any more."""
+    """``Conditions.notify`` skips ``Condition.notify`` when no thread waits on the condition
+    (the waiting counts kept by ``Conditions.wait`` say so), and notifies once when one does;
+    once the waiter has left, nobody is counted any more."""
     clock = FakeClock()
     with Queue[str](visibility_timeout=None, clock=clock) as q:
         notified = _count_notifies(monkeypatch, q.not_empty)
@@ -435,10 +436,16 @@ def test_empty_full_and_shutdown_say_which_case_they_are() -> None:
 
 
 def test_the_self_check_names_the_invariant_it_finds_broken() -> None:
-    """``Queue._check`` runs after every transition; when the state breaks an invariant its
-    assertion says which one, by the contract's name. Here an id is slipped into the accepted
-    set behind the queue's back, so the ids no longer add up: ``OneState``."""
-    q = _queue()
+    """The reference machine (``impl.machine.Machine``) runs ``Machine.check`` after every
+    step, and the driver calls it; when the state breaks an invariant its assertion says which
+    one, by the contract's name. Here an id is slipped into the accepted set behind the
+    queue's back, so the ids no longer add up: ``OneState``. (``impl.Queue``'s own machine,
+    ``FastMachine``, is proven equal to the reference instead of checking itself.)"""
+
+    class Checked(Queue[str]):
+        machine_class = Machine
+
+    q = Checked(clock=FakeClock())
     q.machine.accepted.add("ghost")  # no message of any state has this id
     with pytest.raises(AssertionError, match=r"^OneState$"):
         q.send("x")

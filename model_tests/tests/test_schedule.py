@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from impl import FakeClock, Queue
+from impl.threaded import Conditions
 from model_tests.schedule.__main__ import main
 from model_tests.schedule.controlled import CLock, ControlledClock, Scheduler
 from model_tests.schedule.events import KINDS
@@ -115,13 +116,18 @@ def test_schedule_real_queue_passes_one_preemption_more(program: Program) -> Non
     assert result.failure is None, interleaving(result.failure)
 
 
-class SpinningQueue(Queue[Any]):
-    """A receive that busy-waits (reads the clock in a loop) instead of waiting."""
+class SpinningConditions(Conditions):
+    """A wait that busy-waits (lets the lock go and takes it back) instead of waiting."""
 
-    def _wait_deliverable(self, block: bool, wait: float | None) -> None:
-        while not self.machine.deliverable():
-            self.mutex.release()
-            self.mutex.acquire()
+    def wait(self, cond: threading.Condition, deadline: float | None) -> None:
+        self.mutex.release()
+        self.mutex.acquire()
+
+
+class SpinningQueue(Queue[Any]):
+    """A receive that busy-waits instead of waiting."""
+
+    conditions_class = SpinningConditions
 
 
 def test_schedule_reports_a_busy_spin_as_a_livelock_and_does_not_hang() -> None:

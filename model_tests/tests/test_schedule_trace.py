@@ -32,7 +32,9 @@ from typing import Any, TypeVar
 import pytest
 
 from impl import FakeClock, Message, Queue
-from impl.core import Core, Record, Wake
+from impl.driver import BATCH_SENDERS
+from impl.machine import Machine, Record
+from impl.threaded import Conditions
 from model_tests.schedule.controlled import Guard
 from model_tests.schedule.explore import SETUP, Choice, explore, queue_classes, run_once
 from model_tests.schedule.programs import PROGRAMS, Program
@@ -195,16 +197,26 @@ class RecordingClock(FakeClock):
 def recorded_queue(
     rec: Recorder, queue_class: type[Queue[str]] = Queue, **kw: Any
 ) -> tuple[Queue[str], RecordingClock]:
-    """A queue of ``queue_class`` whose mutex and conditions record into ``rec``, and its
-    clock."""
+    """A queue of ``queue_class`` whose mutex and conditions record into ``rec`` (its
+    ``conditions_class``, the driver's public seam for them), and its clock."""
+
+    class RecordingConditions(Conditions):
+        def __init__(self, clock: Any) -> None:
+            super().__init__(clock)
+            lock = RecordingLock(rec)
+            self.mutex = lock  # type: ignore[assignment]
+            self.not_empty = RecordingCondition(lock, "not_empty", rec)
+            self.not_full = RecordingCondition(lock, "not_full", rec)
+            self.new_deadline = RecordingCondition(  # type: ignore[assignment]
+                lock, "new_deadline", rec
+            )
+            # Keyed by the conditions: the new ones.
+            self.waiting = {self.not_empty: 0, self.not_full: 0, self.new_deadline: 0}
+            self.waiting[BATCH_SENDERS] = 0
+
+    recorded = type(queue_class.__name__, (queue_class,), {"conditions_class": RecordingConditions})
     clock = RecordingClock(rec)
-    q = queue_class(clock=clock, **kw)
-    lock = RecordingLock(rec)
-    q.mutex = lock  # type: ignore[assignment]
-    q.not_empty = RecordingCondition(lock, "not_empty", rec)  # type: ignore[assignment]
-    q.not_full = RecordingCondition(lock, "not_full", rec)  # type: ignore[assignment]
-    q.new_deadline = RecordingCondition(lock, "new_deadline", rec)  # type: ignore[assignment]
-    q._waiting = q._new_waiting()  # keyed by the conditions: the new ones
+    q: Queue[str] = recorded(clock=clock, **kw)
     q.record_trace(lambda step: rec.add("step", step))
     return q, clock
 
@@ -390,18 +402,18 @@ def test_schedule_trace_of_a_redelivery_that_did_not_count_is_rejected(
 # -- a mutant of the code, recorded: the sweep that notifies only into an empty VISIBLE -------
 
 
-class _NotifyIfEmptySweepCore(Core[T]):
-    """The held-out mutant of issue 17, written here so this test stands alone: expiry
-    notifies ``not_empty`` only when nothing was visible before the release."""
+class _NotifyIfEmptySweepMachine(Machine[T]):
+    """The held-out mutant ``OnlyWhenEmptySweeperQueue``, written here so this test stands
+    alone: expiry notifies ``not_empty`` only when nothing was visible before the release."""
 
-    def expire(self, rec: Record[T]) -> Wake:
+    def expire(self, rec: Record[T], now: float) -> tuple[int, int]:
         was_empty = not self.visible
-        receivers, senders = self.release(rec)
+        receivers, senders = self.release(rec, now)
         return (receivers if was_empty else 0, senders)  # the bug
 
 
 class _NotifyIfEmptySweepQueue(Queue[T]):
-    _core_class = _NotifyIfEmptySweepCore
+    machine_class = _NotifyIfEmptySweepMachine
 
 
 def _run_expire_together(queue_class: type[Queue[str]]) -> list[ThreadEvent]:

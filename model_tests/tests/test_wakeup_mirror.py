@@ -9,9 +9,8 @@ Each test mirrors one expected-to-fail model:
   ``not_empty`` once, however many messages it re-queued. Of two blocked receivers one sleeps
   beside a visible message. With the real queue (one notify per message) both are woken.
 
-The bug is injected by subclassing: during ``_expire`` the queue's ``_notify`` of ``not_empty``
-is muted (entirely, or after the first call), so a muted notify reaches nobody -- exactly the
-bug.
+The bug is injected as an effect of the machine: a sweep's outcome says to wake no receiver
+(or at most one), so its notifies of ``not_empty`` never happen -- exactly the bug.
 
 The clock: ``FakeClock.advance`` wakes only timed waits whose deadline it reaches, as the real
 clock does (an untimed ``Condition.wait`` is woken only by a notify), so the outcome is decided
@@ -27,41 +26,41 @@ the same wait ends at once.
 
 from __future__ import annotations
 
-import threading
 from dataclasses import dataclass
 
 from impl import Message, Queue
+from impl.machine import Machine
+from impl.outcome import Outcome as OutcomeValue
 from model_tests.support import BOUND, NEVER, Call, ProbeClock
 
 
-class SweepWithoutNotify(Queue[str]):
-    """impl.Queue with ``Bug = "sweep_no_notify"``: a sweep wakes no receiver.
-
-    During ``_expire``, notifies of ``not_empty`` reach the waiters only ``allowed`` times.
-    """
+class SweepWithoutNotifyMachine(Machine[str]):
+    """The machine of :class:`SweepWithoutNotify`: a sweep's round wakes at most ``allowed``
+    receivers, however many messages it re-queued (the outcome's effect, cut down)."""
 
     allowed = 0
 
-    def _expire(self, now: float) -> None:
-        self._sweep_notifies_left: int | None = self.allowed
-        try:
-            super()._expire(now)
-        finally:
-            self._sweep_notifies_left = None
-
-    def _notify(self, cond: threading.Condition) -> None:
-        left = getattr(self, "_sweep_notifies_left", None)
-        if cond is self.not_empty and left is not None:
-            if left == 0:
-                return  # the bug: this notify is lost
-            self._sweep_notifies_left = left - 1
-        super()._notify(cond)
+    def fire_due(self, now: float) -> OutcomeValue | None:
+        out = super().fire_due(now)
+        if out is None:
+            return None
+        return out._replace(receivers=min(out.receivers, self.allowed))  # the bug
 
 
-class SweepNotifyOnce(SweepWithoutNotify):
+class SweepNotifyOnceMachine(SweepWithoutNotifyMachine):
+    allowed = 1
+
+
+class SweepWithoutNotify(Queue[str]):
+    """impl.Queue with ``Bug = "sweep_no_notify"``: a sweep wakes no receiver."""
+
+    machine_class = SweepWithoutNotifyMachine
+
+
+class SweepNotifyOnce(Queue[str]):
     """impl.Queue with ``Bug = "sweep_notify_once"``: a sweep wakes at most one receiver."""
 
-    allowed = 1
+    machine_class = SweepNotifyOnceMachine
 
 
 @dataclass
