@@ -12,7 +12,7 @@ not the library. ``docs/benchmarks.md`` has a recorded run and says what each fi
 - :mod:`bench.plot`: the figure (needs matplotlib);
 - :mod:`bench.icount`: the hot path's cost in instructions against a base git revision
   (``python -m bench.icount --base REV``; needs valgrind);
-- :mod:`bench.aio`: the asyncio shell ``impl.AsyncQueue`` beside ``asyncio.Queue`` (also
+- :mod:`bench.aio`: the asyncio driver ``impl.AsyncQueue`` beside ``asyncio.Queue`` (also
   ``python -m bench.aio``);
 - :mod:`bench.leak`: threads and memory left by 10,000 never-closed queues
   (``python -m bench.leak``);

@@ -1,4 +1,4 @@
-"""Benchmarks of the asyncio shell ``impl.AsyncQueue``, each figure beside ``asyncio.Queue``.
+"""Benchmarks of the asyncio driver ``impl.AsyncQueue``, each figure beside ``asyncio.Queue``.
 
 ``python -m bench`` runs these rows with the others; ``python -m bench.aio`` runs only these
 (``--quick`` for small sizes; ``docs/runs/bench-aio.txt`` is a recorded run). Every workload runs
@@ -315,7 +315,7 @@ def asyncio_waiters(k: int, window: float) -> Waiters:
 
 def profile_cycles(n: int) -> tuple[list[tuple[str, float]], list[tuple[str, float]]]:
     """``cProfile`` of :func:`aio_cycles` at 1/1 tasks: the share of own time of each file
-    (``impl/aio.py``, ``impl/core.py``, ..., the event loop's ``asyncio/``), largest first, and
+    (``impl/aio.py``, ``impl/fast_machine.py``, ..., the event loop's ``asyncio/``), largest first, and
     of the ten costliest functions (``file:function``)."""
     import cProfile
     import pstats
@@ -351,7 +351,7 @@ def cycle_costs(n: int, repeat: int = 3) -> dict[str, float]:
         q.close()
         return elapsed
 
-    async def shell() -> float:
+    async def driver() -> float:
         q: AsyncQueue[str] = AsyncQueue(visibility_timeout=3600.0)
         t0 = time.perf_counter()
         for _ in range(n):
@@ -375,7 +375,7 @@ def cycle_costs(n: int, repeat: int = 3) -> dict[str, float]:
     best: dict[str, float] = {}
     for _ in range(repeat):
         for name, seconds in (
-            (AIO, asyncio.run(shell())),
+            (AIO, asyncio.run(driver())),
             ("impl.Queue, block=False, no loop", plain()),
             (ASYNCIO, asyncio.run(stdlib())),
         ):
@@ -424,7 +424,7 @@ def _progress(message: str) -> None:
 
 
 def rows(sizes: Sizes, repeat: int) -> list[Row]:
-    """Every row of the asyncio shell, unjudged (``bench.suite.judge`` attaches the targets)."""
+    """Every row of the asyncio driver, unjudged (``bench.suite.judge`` attaches the targets)."""
     from bench.suite import row
 
     med = statistics.median

@@ -31,8 +31,10 @@ import gc
 import heapq
 import itertools
 import json
+import math
 import pstats
 import queue
+import statistics
 import sys
 import threading
 import time
@@ -51,9 +53,23 @@ from bench.cycle import (
     stdlib_queue,
     timed,
 )
-from impl.clock import FakeClock
+from bench.report import Row, ratio
+from impl.clock import FakeClock, MonotonicClock
 from impl.machine import MAX_BATCH, Record
+from impl.message import (
+    Message,
+    Receipt,
+    new_object,
+    set_message_attempt,
+    set_message_body,
+    set_message_id,
+    set_message_receipt,
+    set_receipt_attempt,
+    set_receipt_id,
+    set_receipt_queue,
+)
 from impl.queue import Queue
+from impl.validate import INF
 
 #: The visibility timeout of every cycle: an hour, so nothing expires and no sweep runs.
 HOUR = 3600.0
@@ -166,21 +182,108 @@ class FloorQueue:
             return results
 
 
+class ObligedQueue(FloorQueue):
+    """The floor queue doing what the contract obliges *every* implementation to do, and
+    nothing else: check its arguments (``block``, ``timeout``, the receipt's type), read the
+    time from an injected clock (``impl.MonotonicClock``), hold an ``RLock`` (so a
+    ``KeyboardInterrupt`` in a wait cannot leave the lock with the wrong thread: docs/
+    failure-model.md), and hand out :class:`impl.Message` and :class:`impl.Receipt` values,
+    built as ``impl``'s machine builds them. Its rate beside the floor's is the most any design
+    of ``impl.Queue`` can reach: what is left between it and ``impl.Queue`` is the design's."""
+
+    def __init__(self, visibility_timeout: float) -> None:
+        super().__init__(visibility_timeout)
+        self.mutex = threading.RLock()  # type: ignore[assignment]
+        self.not_empty = threading.Condition(self.mutex)
+        self.clock = MonotonicClock()
+        self.waiting = 0
+
+    def send(self, body: str, *, block: bool = True, timeout: float | None = None) -> str:
+        if block is not True and block is not False:
+            raise TypeError("block must be a bool")
+        if timeout is not None and not (type(timeout) is float and 0.0 <= timeout < INF):
+            raise TypeError("timeout must be a finite float >= 0")
+        with self.mutex:
+            self.clock.now()  # read, as impl's send reads the time it keeps
+            id = f"msg-{next(self.ids)}"
+            self.accepted.add(id)
+            self.visible[id] = _Rec(id, body)
+            if self.waiting:
+                self.not_empty.notify()
+            return id
+
+    def receive(self, timeout: float) -> Any:
+        if timeout is not None and not (type(timeout) is float and 0.0 <= timeout < INF):
+            raise TypeError("timeout must be a finite float >= 0")
+        with self.mutex:
+            if not self.visible:
+                end = self.clock.now() + timeout
+                while not self.visible:
+                    self.waiting += 1
+                    try:
+                        if not self.not_empty.wait(end - self.clock.now()):
+                            raise queue.Empty
+                    finally:
+                        self.waiting -= 1
+            _, rec = self.visible.popitem(last=False)
+            rec.attempt = attempt = rec.attempt + 1
+            self.started += 1
+            rec.seq = self.started
+            rec.deadline = deadline = self.clock.now() + self.vt
+            id = rec.id
+            self.in_flight[id] = rec
+            heapq.heappush(self.timers, (deadline, rec.seq, id, attempt))
+            r: Receipt = new_object(Receipt)
+            set_receipt_queue(r, 1)
+            set_receipt_id(r, id)
+            set_receipt_attempt(r, attempt)
+            m: Message[str] = new_object(Message)
+            set_message_id(m, id)
+            set_message_body(m, rec.body)
+            set_message_attempt(m, attempt)
+            set_message_receipt(m, r)
+            return m
+
+    def delete(self, receipt: Any) -> bool:
+        if not isinstance(receipt, Receipt):
+            raise TypeError("receipt must be a Receipt")
+        with self.mutex:
+            rec = self.in_flight.get(receipt.id)
+            if rec is None or rec.attempt != receipt.attempt:
+                return False
+            del self.in_flight[rec.id]
+            self.done.add(rec.id)
+            return True
+
+
 # -- the workloads ------------------------------------------------------------------------------
 
-KINDS = ("queue.Queue", "floor", "impl.Queue")
+KINDS = ("queue.Queue", "floor", "obliged floor", "impl.Queue")
 Work = Callable[[], None]
 
 
 def _floor_workload(
-    n: int, p: int, c: int, batch: bool
+    n: int, p: int, c: int, batch: bool, obliged: bool = False
 ) -> tuple[list[Work], list[Work], Callable[[], int]]:
-    """``p`` producers and ``c`` consumers moving ``n`` messages through a :class:`FloorQueue`,
-    one at a time or (``batch``) in tens (the floor's side of ``bench.cycle``'s workloads), and
-    a count of the finished cycles."""
+    """``p`` producers and ``c`` consumers moving ``n`` messages through a :class:`FloorQueue`
+    (an :class:`ObligedQueue` if ``obliged``: one at a time only), one at a time or
+    (``batch``) in tens (the floor's side of ``bench.cycle``'s workloads), and a count of the
+    finished cycles."""
     per_p, per_c = split(n, p, c)
     if batch and per_p % MAX_BATCH:
         raise ValueError(f"n={n} must be a multiple of {p} producers x batches of {MAX_BATCH}")
+    if obliged:
+        oq = ObligedQueue(HOUR)
+
+        def produce_obliged() -> None:
+            for _ in range(per_p):
+                oq.send(BODY)
+
+        def consume_obliged() -> None:
+            for _ in range(per_c):
+                oq.delete(oq.receive(WAIT).receipt)
+
+        return [produce_obliged] * p, [consume_obliged] * c, lambda: len(oq.done)
     fq = FloorQueue(HOUR)
     if batch:
 
@@ -227,6 +330,14 @@ def one_thread(kind: str, n: int) -> float:
                 fq.send(BODY)
                 fq.delete(fq.receive(WAIT)[3])
 
+    elif kind == "obliged floor":
+        oq = ObligedQueue(HOUR)
+
+        def work() -> None:
+            for _ in range(n):
+                oq.send(BODY)
+                oq.delete(oq.receive(WAIT).receipt)
+
     else:
         iq: Queue[str] = Queue(visibility_timeout=HOUR)
 
@@ -252,7 +363,9 @@ def threaded(kind: str, n: int, p: int = 1, c: int = 1, batch: bool = False) -> 
         return stdlib_queue(n, p, c)
     if kind == "impl.Queue":
         return impl_batch(n, p, c) if batch else impl_queue(n, p, c)
-    producers, consumers, done = _floor_workload(n, p, c, batch)
+    if kind == "obliged floor" and batch:
+        return math.nan  # the obliged floor has no batches
+    producers, consumers, done = _floor_workload(n, p, c, batch, kind == "obliged floor")
     elapsed = timed(producers, consumers)
     if done() != n:
         raise RuntimeError(f"the floor finished {done()} of {n} cycles")
@@ -265,7 +378,7 @@ def _best(measure: Callable[[str], float], repeat: int) -> dict[str, float]:
     best = dict.fromkeys(KINDS, 0.0)
     for _ in range(repeat):
         for kind in KINDS:
-            best[kind] = max(best[kind], measure(kind))
+            best[kind] = max(best[kind], measure(kind))  # a NaN (no such figure) stays 0
     return best
 
 
@@ -400,6 +513,87 @@ def run(n: int, repeat: int) -> dict[str, Any]:
     }
 
 
+# -- the rows of ``python -m bench`` ------------------------------------------------------------
+
+#: The thread configurations ``python -m bench`` measures beside the floor, all on one CPU.
+SUITE_CONFIGS: Final = ((1, 1), (4, 4))
+
+
+def suite_rows(cycles: int, batch_messages: int, memory: int, repeat: int) -> list[Row]:
+    """``python -m bench``'s rows beside the floor queue, measured in that run: ``impl.Queue``'s
+    cycles at 1/1 and 4/4 threads and its batches at 4/4, all pinned to one CPU, as ratios to
+    the floor's rate (and the obliged floor's, the bound, as its own rows); its bytes per
+    in-flight message beside the floor's. The kinds alternate within each of ``repeat``
+    rounds, and the median of the rounds is reported."""
+    runs: dict[tuple[str, str], list[float]] = {}
+
+    def measure(key: str, kind: str, n: int, p: int, c: int, batch: bool) -> None:
+        with one_cpu():
+            runs.setdefault((key, kind), []).append(threaded(kind, n, p, c, batch))
+
+    n_cycles = -(-cycles // 40) * 40
+    n_batch = -(-batch_messages // 40) * 40
+    for _ in range(repeat):
+        for p, c in SUITE_CONFIGS:
+            for kind in ("floor", "obliged floor", "impl.Queue"):
+                measure(f"{p}x{c}", kind, n_cycles, p, c, False)
+        for kind in ("floor", "impl.Queue"):
+            measure("batch", kind, n_batch, 4, 4, True)
+    med = {k: statistics.median(v) for k, v in runs.items()}
+    rows = []
+    for p, c in SUITE_CONFIGS:
+        cfg = f"{p}x{c}"
+        floor_rate = med[(cfg, "floor")]
+        for kind, key, what in (
+            ("impl.Queue", f"cycle_{cfg}_one_cpu_vs_floor", "impl.Queue"),
+            ("obliged floor", f"cycle_{cfg}_one_cpu_obliged_vs_floor", "the obliged floor"),
+        ):
+            value = med[(cfg, kind)]
+            rows.append(
+                Row(
+                    key,
+                    f"cycle throughput {p}/{c} threads on one CPU, {what} vs the floor queue",
+                    "cycles/s",
+                    value,
+                    "bench.floor.FloorQueue, one CPU",
+                    floor_rate,
+                    ratio(value, floor_rate),
+                    note="the obliged floor: the floor plus the contract's argument checks, "
+                    "injected clock, RLock and Message/Receipt values; its ratio bounds any "
+                    "design's"
+                    if kind == "obliged floor"
+                    else "",
+                )
+            )
+    impl_b, floor_b = med[("batch", "impl.Queue")], med[("batch", "floor")]
+    rows.append(
+        Row(
+            "batch_4x4_one_cpu_vs_floor",
+            "batch throughput 4/4 threads on one CPU, impl.Queue vs the floor queue",
+            "msgs/s",
+            impl_b,
+            "bench.floor.FloorQueue batches of ten, one CPU",
+            floor_b,
+            ratio(impl_b, floor_b),
+            note="impl.Queue's callers build an impl.Entry per message; the floor takes bodies",
+        )
+    )
+    mem_impl, mem_floor = impl_memory(memory), floor_memory(memory)
+    rows.append(
+        Row(
+            "memory_in_flight_vs_floor",
+            "memory per in-flight message, impl.Queue vs the floor queue",
+            "B",
+            mem_impl,
+            "bench.floor.FloorQueue",
+            mem_floor,
+            ratio(mem_impl, mem_floor),
+            note="tracemalloc; receipts not kept by the caller",
+        )
+    )
+    return rows
+
+
 #: The cycle figures of :func:`run`, by key, and their titles in the report.
 TITLES: Final = {
     "one_thread": "one thread",
@@ -416,10 +610,14 @@ def text(result: dict[str, Any]) -> str:
         base = fig["queue.Queue"]
         lines.append(f"  {title}:")
         for kind in KINDS:
-            lines.append(
-                f"    {kind:<12} {fig[kind]:>10,.0f}/s  {fig[kind] / base:5.2f}x queue.Queue"
-            )
+            if fig[kind]:  # the obliged floor has no batches
+                lines.append(
+                    f"    {kind:<13} {fig[kind]:>10,.0f}/s  {fig[kind] / base:5.2f}x queue.Queue"
+                )
         lines.append(f"    impl.Queue / floor: {fig['impl.Queue'] / fig['floor']:.2f}")
+        if fig["obliged floor"]:
+            bound = fig["obliged floor"] / fig["floor"]
+            lines.append(f"    obliged floor / floor: {bound:.2f} (the most any design reaches)")
     mem = result["memory"]
     lines.append("bytes per in-flight message (tracemalloc):")
     lines.append(f"    floor        {mem['floor']:7.1f} B")

@@ -66,6 +66,7 @@ from impl.driver import (
     weakly,
 )
 from impl.errors import Empty, Full, ShutDown
+from impl.fast_machine import FastMachine
 from impl.fifo_machine import FifoMachine
 from impl.forking import new_token
 from impl.machine import MAX_BATCH, Machine, T
@@ -198,7 +199,10 @@ class _AsyncBase(Generic[T]):
             check_name(name, None if dead_letter is None else dead_letter.machine)
         self._token = new_token()
         m = self._new_machine(capacity, max_receives, kept)
+        #: The queue machine this driver drives (``impl/machine.py``): its state and steps.
         self.machine = m
+        # The machine's written-out steps, when it has them (a mutant's reference has not).
+        self._fast = m if isinstance(m, FastMachine) else None
         if name is not None:
             m.name = name
         m.owner = weakref.ref(self)
@@ -435,6 +439,14 @@ class _AsyncBase(Generic[T]):
             vt = self._visibility_timeout
         else:
             vt = check_optional_time("visibility_timeout", visibility_timeout)
+        fast = self._fast
+        if fast is not None and vt is not None and self._alive:
+            now = self._clock.now()
+            armed = self._armed
+            if armed is not None and armed <= now + vt:  # the loop timer fires its deadline
+                delivered = fast.receive_now(now, vt)
+                if delivered is not None:
+                    return delivered
         m = self.machine
         out = self._step(lambda now: m.receive(now, vt), self.conditions.not_empty)
         if isinstance(out, Blocked):
@@ -475,6 +487,13 @@ class _AsyncBase(Generic[T]):
         """As :meth:`impl.Queue.delete`."""
         if not isinstance(receipt, Receipt):
             raise not_a_receipt(receipt)
+        fast = self._fast
+        if fast is not None:
+            done = fast.delete_now(receipt)
+            if done is not None:  # its effect, when live: one slot freed
+                if done and self.conditions.waiting[self.conditions.not_full]:
+                    self.conditions.wake(0, 1)
+                return done
         result: bool = self._act(self.machine.delete(self._clock.now(), receipt))
         return result
 
@@ -836,6 +855,8 @@ class AsyncQueue(_AsyncBase[T]):
     """The SQS-style queue of :class:`impl.Queue` for asyncio: the same arguments, results,
     exceptions and contract, with ``async def`` where the threaded queue may block."""
 
+    machine_class: ClassVar[type[Machine[Any]]] = FastMachine
+
     def __init__(
         self,
         capacity: int | None = None,
@@ -871,6 +892,13 @@ class AsyncQueue(_AsyncBase[T]):
             check_bool("block", block)
         if timeout is not None and not (type(timeout) is float and 0.0 <= timeout < INF):
             timeout = check_time("timeout", timeout)
+        fast = self._fast
+        if fast is not None and id is None and not d:
+            fresh = fast.send_now(self._clock.now(), body)
+            if fresh is not None:  # its effect: one message made deliverable
+                if self.conditions.waiting[self.conditions.not_empty]:
+                    self.conditions.wake(1, 0)
+                return fresh
         m = self.machine
         out = self._step(lambda now: m.send(now, id, body, d), self.conditions.not_full)
         if isinstance(out, Blocked):

@@ -6,7 +6,7 @@ Three things differ, and this module is exactly them:
 - **Ordering and groups.** Every message has a group; a group is *locked* while any of its
   messages is in flight. Deliverable means "visible, in an unlocked group"; a receive takes the
   earliest sent such message, a batch the rest of its group, then the next unlocked group's
-  (``GroupOrder``): the hooks ``deliverable``, ``heads``, ``deliver``, ``deliver_batch``.
+  (``GroupOrder``): the hooks ``deliverable`` and ``heads``.
 - **Release to its place.** A released message (and a delay that fires) goes back to its place
   in send order, not to the tail (``requeue``); a message leaving flight for good may unlock its
   group, which then wakes a receiver if it has a visible message (``left_flight``). A message
@@ -139,20 +139,6 @@ class FifoMachine(Machine[T]):
             out.extend(recs[: n - len(out)])
             if len(out) == n:
                 break
-        return out
-
-    def deliver(self, deadline: float | None) -> Record[T]:
-        rec = self.first()
-        assert rec is not None
-        del self.visible[rec.id]
-        self.stamp(rec, deadline)
-        return rec
-
-    def deliver_batch(self, n: int, deadline: float | None) -> list[Record[T]]:
-        out = self.heads(n)
-        for rec in out:
-            del self.visible[rec.id]
-            self.stamp(rec, deadline)
         return out
 
     def requeue(self, rec: Record[T]) -> None:

@@ -788,15 +788,19 @@ class Machine(Generic[T]):
         self.arm_delay(rec)
 
     def deliver(self, deadline: float | None) -> Record[T]:
-        """*FIFO hook.* Receive's commit: the head of the visible FIFO goes in flight."""
-        _, rec = self.visible.popitem(last=False)
+        """Receive's commit: the first of :meth:`heads` goes in flight (:meth:`stamp`)."""
+        rec = self.heads(1)[0]
+        del self.visible[rec.id]
         self.stamp(rec, deadline)
         return rec
 
     def deliver_batch(self, n: int, deadline: float | None) -> list[Record[T]]:
-        """Receive_batch's commit: the first min(n, visible) messages, each as :meth:`deliver`."""
-        deliver = self.deliver
-        return [deliver(deadline) for _ in range(min(n, len(self.visible)))]
+        """Receive_batch's commit: :meth:`heads` ``(n)``, taken together, each goes in flight."""
+        recs = self.heads(n)
+        for rec in recs:
+            del self.visible[rec.id]
+            self.stamp(rec, deadline)
+        return recs
 
     def stamp(self, rec: Record[T], deadline: float | None) -> None:
         """``rec``, just out of the visible messages, goes in flight: ``attempt + 1``, its place

@@ -78,9 +78,17 @@ class Queue(BaseQueue[T]):
         if self._sink_thread is not None:
             self._refuse_reentry("send")
         with self.mutex:
+            now = self._clock.now()
+            fast = self._fast
+            if fast is not None and id is None and not d:
+                fresh = fast.send_now(now, body)
+                if fresh is not None:  # its effect: one message made deliverable
+                    if self._waiting[self.not_empty]:
+                        self.conditions.wake(1, 0)
+                    return fresh
             m = self.machine
             try:
-                out = m.send(self._clock.now(), id, body, d)
+                out = m.send(now, id, body, d)
             except BaseException:
                 self.conditions.notify(self.not_full)  # pass on a notify we may have taken
                 raise
@@ -121,9 +129,17 @@ class Queue(BaseQueue[T]):
         if self._sink_thread is not None:
             self._refuse_reentry("send_batch")
         with self.mutex:
+            now = self._clock.now()
+            fast = self._fast
+            if fast is not None and not any(ids) and not any(delays):
+                fresh = fast.send_batch_now(now, bodies)
+                if fresh is not None:  # its effect: that many messages made deliverable
+                    if self._waiting[self.not_empty]:
+                        self.conditions.wake(len(fresh), 0)
+                    return fresh
             m = self.machine
             try:
-                out = m.send_batch(self._clock.now(), ids, bodies, delays)
+                out = m.send_batch(now, ids, bodies, delays)
             except BaseException:
                 self.conditions.notify(self.not_full)
                 raise

@@ -68,6 +68,7 @@ from impl.driver import (
     weakly,
 )
 from impl.errors import Empty, Full, ShutDown
+from impl.fast_machine import FastMachine
 from impl.machine import MAX_BATCH, Machine, T
 from impl.message import Health, Message, Receipt, Snapshot, Stats
 from impl.outcome import NOTHING, SHUT, Blocked, Effect, Outcome, TraceStep
@@ -252,6 +253,8 @@ class BaseQueue(Generic[T]):
         m.owner = weakref.ref(self)
         m.on_effect = weakly(self._moved_in)
         self._self_check = m.self_check
+        # The machine's written-out steps, when it has them (a mutant's reference has not).
+        self._fast = m if isinstance(m, FastMachine) else None
         return m
 
     def _bind_conditions(self) -> None:
@@ -495,9 +498,19 @@ class BaseQueue(Generic[T]):
         if self._sink_thread is not None:
             self._refuse_reentry("receive")
         with self.mutex:
+            now = self._clock.now()
+            fast = self._fast
+            if fast is not None and self._sweeper is not None:
+                delivered = fast.receive_now(now, vt)
+                if delivered is not None:  # its effect: a deadline armed at now + vt
+                    assert vt is not None
+                    link = self._link
+                    if link is not None and (link.target is None or now + vt < link.target):
+                        self.conditions.notify(self.new_deadline)
+                    return delivered
             m = self.machine
             try:
-                out = m.receive(self._clock.now(), vt)
+                out = m.receive(now, vt)
             except BaseException:
                 self.conditions.notify(self.not_empty)  # pass on a notify we may have taken
                 raise
@@ -539,9 +552,19 @@ class BaseQueue(Generic[T]):
         if self._sink_thread is not None:
             self._refuse_reentry("receive_batch")
         with self.mutex:
+            now = self._clock.now()
+            fast = self._fast
+            if fast is not None and self._sweeper is not None:
+                delivered = fast.receive_batch_now(now, n, vt)
+                if delivered is not None:  # its effect: a deadline armed at now + vt
+                    assert vt is not None
+                    link = self._link
+                    if link is not None and (link.target is None or now + vt < link.target):
+                        self.conditions.notify(self.new_deadline)
+                    return delivered
             m = self.machine
             try:
-                out = m.receive_batch(self._clock.now(), n, vt)
+                out = m.receive_batch(now, n, vt)
             except BaseException:
                 self.conditions.notify(self.not_empty)
                 raise
@@ -567,6 +590,13 @@ class BaseQueue(Generic[T]):
         if self._sink_thread is not None:
             self._refuse_reentry("delete")
         with self.mutex:
+            fast = self._fast
+            if fast is not None:
+                done = fast.delete_now(receipt)
+                if done is not None:  # its effect, when live: one slot freed
+                    if done and self._waiting[self.not_full]:
+                        self.conditions.wake(0, 1)
+                    return done
             out = self.machine.delete(self._clock.now(), receipt)
             self._apply(out)
             ok: bool = out.result
@@ -583,6 +613,14 @@ class BaseQueue(Generic[T]):
         if self._sink_thread is not None:
             self._refuse_reentry("delete_batch")
         with self.mutex:
+            fast = self._fast
+            if fast is not None:
+                deleted = fast.delete_batch_now(batch)
+                if deleted is not None:  # its effect: one slot freed per True
+                    freed = sum(deleted)
+                    if freed and self._waiting[self.not_full]:
+                        self.conditions.wake(0, freed)
+                    return deleted
             out = self.machine.delete_batch(self._clock.now(), batch)
             self._apply(out)
             results: list[bool] = out.result

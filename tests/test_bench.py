@@ -44,7 +44,11 @@ EXPECTED_KEYS = {
     "redelivery_median",
     "redelivery_p99",
     "batch_4x4_vs_queue",
-    # The asyncio shell (bench.aio).
+    # Beside the floor queue (bench.floor), pinned to one CPU.
+    *(f"cycle_{c}_one_cpu_{what}vs_floor" for c in ("1x1", "4x4") for what in ("", "obliged_")),
+    "batch_4x4_one_cpu_vs_floor",
+    "memory_in_flight_vs_floor",
+    # The asyncio driver (bench.aio).
     "aio_1x1_vs_asyncio",
     "aio_4x4_vs_asyncio",
     "aio_batch_4x4_vs_asyncio",
@@ -355,9 +359,9 @@ def test_aio_order_check_catches_a_waiter_woken_out_of_turn() -> None:
         bench_aio._check_order([(1, "a"), (0, "b")], ["a", "b"], "q")
 
 
-def test_aio_profile_names_the_shell_and_the_core() -> None:
+def test_aio_profile_names_the_driver_and_the_machine() -> None:
     text = bench_aio.format_profile(400)
-    assert "impl/aio.py" in text and "impl/core.py" in text
+    assert "impl/aio.py" in text and "impl/fast_machine.py" in text
     assert "asyncio.Queue" in text and "1/1 target" in text
 
 
