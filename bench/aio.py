@@ -315,8 +315,8 @@ def asyncio_waiters(k: int, window: float) -> Waiters:
 
 def profile_cycles(n: int) -> tuple[list[tuple[str, float]], list[tuple[str, float]]]:
     """``cProfile`` of :func:`aio_cycles` at 1/1 tasks: the share of own time of each file
-    (``impl/aio.py``, ``impl/fast_machine.py``, ..., the event loop's ``asyncio/``), largest first, and
-    of the ten costliest functions (``file:function``)."""
+    (``impl/aio.py``, ``impl/fast_machine.py``, ..., the event loop's ``asyncio/``), largest
+    first, and of the ten costliest functions (``file:function``)."""
     import cProfile
     import pstats
 
