@@ -75,7 +75,7 @@ from impl.validate import INF
 HOUR = 3600.0
 
 
-class _Rec:
+class FloorRecord:
     """The floor's record of one message: what a delivery needs, in slots."""
 
     __slots__ = ("attempt", "body", "deadline", "id", "seq")
@@ -95,8 +95,8 @@ class FloorQueue:
     def __init__(self, visibility_timeout: float) -> None:
         self.mutex = threading.Lock()
         self.not_empty = threading.Condition(self.mutex)
-        self.visible: OrderedDict[str, _Rec] = OrderedDict()
-        self.in_flight: dict[str, _Rec] = {}
+        self.visible: OrderedDict[str, FloorRecord] = OrderedDict()
+        self.in_flight: dict[str, FloorRecord] = {}
         self.accepted: set[str] = set()  # ids stay reserved (IdsReserved)
         self.done: set[str] = set()
         self.timers: list[tuple[float, int, str, int]] = []
@@ -108,7 +108,7 @@ class FloorQueue:
         with self.mutex:
             id = f"msg-{next(self.ids)}"
             self.accepted.add(id)
-            self.visible[id] = _Rec(id, body)
+            self.visible[id] = FloorRecord(id, body)
             self.not_empty.notify()
             return id
 
@@ -144,7 +144,7 @@ class FloorQueue:
             ids = [f"msg-{i}" for i in itertools.islice(self.ids, len(bodies))]
             self.accepted.update(ids)
             for id, body in zip(ids, bodies, strict=True):
-                self.visible[id] = _Rec(id, body)
+                self.visible[id] = FloorRecord(id, body)
             for _ in ids:
                 self.not_empty.notify()
             return ids
@@ -207,7 +207,7 @@ class ObligedQueue(FloorQueue):
             self.clock.now()  # read, as impl's send reads the time it keeps
             id = f"msg-{next(self.ids)}"
             self.accepted.add(id)
-            self.visible[id] = _Rec(id, body)
+            self.visible[id] = FloorRecord(id, body)
             if self.waiting:
                 self.not_empty.notify()
             return id

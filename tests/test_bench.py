@@ -51,6 +51,8 @@ EXPECTED_KEYS = {
     # The asyncio driver (bench.aio).
     "aio_1x1_vs_asyncio",
     "aio_4x4_vs_asyncio",
+    "aio_1x1_floor_vs_asyncio",
+    "aio_4x4_floor_vs_asyncio",
     "aio_batch_4x4_vs_asyncio",
     "aio_1x1_vs_to_thread",
     "aio_4x4_vs_to_thread",
@@ -382,7 +384,7 @@ def test_aio_command_prints_only_the_asyncio_rows_and_writes_them_as_json(tmp_pa
     table = [ln for ln in proc.stdout.splitlines() if ln.startswith("| ")]
     assert len(table) == 1 + len(keys)
     line = next(ln for ln in table if ln.startswith("| asyncio cycle throughput 1/1 tasks "))
-    assert "ratio >= 0.5" in line and ("PASS" in line or "FAIL" in line)
+    assert "ratio >= 0.3" in line and ("PASS" in line or "FAIL" in line)
 
 
 def test_the_recorded_asyncio_run_printed_what_its_json_holds() -> None:
