@@ -10,8 +10,18 @@ every inline code span of a cell must be a piece of one line of that column's fi
 what it prints must be the ``text`` block that follows it. Every ``pytest`` command must name an
 existing test file whose text holds each name of its ``-k`` expression, every ``python -m tla
 --model NAME`` an existing model that is expected to fail, every mutant a class of
-``model_tests.mutants``; and each seed pitfall's section names the mutants that
-``model_tests/mutants.py`` files under that pitfall.
+``model_tests.mutants``; each seed pitfall's section names the mutants that
+``model_tests/mutants.py`` files under that pitfall, and each mutant with the part it breaks
+(``model_tests.mutants.broken_parts``: a step of the queue machine, ``Machine.live``, or a wait of
+the driver's conditions, ``Conditions.wait``).
+
+The learner's pages (README, the first spec, the primer, the walkthrough, the pitfalls, the
+exercises, the explorer) name the implementation as it is: every ``Class.attribute`` of an impl
+class in their prose and tables exists (on the class, or on an instance built with defaults),
+and none names the implementation before the queue machine (``impl/core.py``, ``Core``, "the
+shell"). The walkthrough's "where it lives" tables name only what exists in each layer, and its
+first pass names tests and the implementation's parts (the machine, the drivers' conditions)
+only in those tables.
 
 Every relative link of README, of the learner's pages, of ``docs/index.md``,
 ``docs/contract.md`` and ``docs/sources.md`` must name an existing file and, with an anchor into
@@ -32,12 +42,17 @@ from typing import Final
 import pytest
 
 import impl
+from impl.aio import Futures, Waiters
 from impl.clock import FakeClock
-from impl.core import Core, Record
-from impl.fifo_core import FifoCore, FifoRecord
-from impl.shell import BaseQueue
+from impl.driver import Wakeups
+from impl.fast_machine import FastMachine
+from impl.fifo_machine import FifoMachine, FifoRecord
+from impl.machine import Machine, Record
+from impl.outcome import Blocked, Effect, Outcome
 from impl.sweeper import SweeperLink
 from impl.sync import Sync
+from impl.system import System
+from impl.threaded import BaseQueue, Conditions
 from impl.timers import Timer, Timers
 from model_tests import mutants
 from model_tests.scenario_format import op_table
@@ -114,7 +129,7 @@ def test_the_three_columns_of_receive_quote_the_three_sources() -> None:
     text = PRIMER.read_text()
     (m,) = _COLUMNS.finditer(text)
     paths = [p.strip() for p in m.group(1).split("|")]
-    assert paths == ["tla/Queue.tla", "spec/transitions.py", "impl/core.py"]
+    assert paths == ["tla/Queue.tla", "spec/transitions.py", "impl/machine.py"]
     sources = [(ROOT / p).read_text().splitlines() for p in paths]
     rows = m.group(2).splitlines()[2:]  # after the header and the rule
     assert len(rows) >= 10
@@ -178,6 +193,41 @@ def test_one_section_per_seed_pitfall_naming_its_mutants() -> None:
     for (heading, body), number in zip(pitfalls.items(), range(1, 7), strict=True):
         for name in filed.get(number, []):
             assert f"`{name}`" in body, f"{heading} does not name {name}"
+
+
+#: The reference classes a mutant's broken part belongs to, most specific first: the part is
+#: named after the first of them its class derives from (``Machine.live``, ``Conditions.wait``).
+REFERENCES: Final[tuple[type, ...]] = (
+    FifoMachine,
+    Machine,
+    Conditions,
+    Futures,
+    Waiters,
+    impl.FifoQueue,
+    impl.Queue,
+    impl.AsyncQueue,
+)
+
+
+def parts_broken_by(cls: type) -> set[str]:
+    """What the mutant ``cls`` breaks, as ``Reference.name`` (``model_tests.mutants``)."""
+    return {
+        f"{next(r for r in REFERENCES if issubclass(k, r)).__name__}.{name}"
+        for k, name in mutants.broken_parts(cls)
+    }
+
+
+def test_the_pitfall_page_names_the_part_each_mutant_breaks() -> None:
+    text = re.sub(r"```.*?```", "", PITFALLS.read_text(), flags=re.DOTALL)
+    said = re.findall(r"`(\w+Queue)` \((?:step )?`(\w+\.\w+)`", text)
+    assert len(said) >= 14, said
+    catalogue = {**mutants.MUTANTS, **mutants.FIFO_MUTANTS}
+    for name, part in said:
+        assert parts_broken_by(catalogue[name]) == {part}, f"{name} does not break {part}"
+    # and the check can fail
+    assert parts_broken_by(mutants.PollingSweeperQueue) == {"Conditions.wait"}
+    assert parts_broken_by(mutants.TailReleaseFifoQueue) == {"FifoMachine.requeue"}
+    assert parts_broken_by(impl.Queue) == set()
 
 
 def commands(text: str) -> list[str]:
@@ -309,33 +359,86 @@ def unknown_names(code: str, layer: str, words: set[str], files: set[str]) -> li
     return [w for w in re.findall(r"[A-Za-z_]\w+", code) if w not in words]
 
 
-#: The classes an impl cell may name as ``Class.attribute``: impl's exports and its parts.
+#: The classes an impl cell may name as ``Class.attribute``: impl's exports and its parts (the
+#: queue machine, its outcomes, the system, the two drivers' conditions, the sweeper, the timers).
 IMPL_CLASSES: Final[dict[str, type]] = {
     **{n: getattr(impl, n) for n in impl.__all__ if isinstance(getattr(impl, n), type)},
     **{
         c.__name__: c
-        for c in (Core, Record, FifoCore, FifoRecord, SweeperLink, Sync, Timer, Timers)
+        for c in (
+            Machine,
+            Record,
+            FifoMachine,
+            FifoRecord,
+            FastMachine,
+            Outcome,
+            Effect,
+            Blocked,
+            System,
+            Conditions,
+            Wakeups,
+            Futures,
+            Waiters,
+            SweeperLink,
+            Sync,
+            Timer,
+            Timers,
+        )
     },
 }
 
+#: The classes of the implementation before the queue machine (the core and its threaded
+#: shell): a page that still names one of them names code that no longer exists.
+RETIRED_CLASSES: Final = frozenset({"Core", "FifoCore", "Wake", "Inbox"})
 
-def unresolved(code: str) -> list[str]:
-    """The ``Class.attribute`` names of an impl cell's code span that do not exist: neither on
-    the class nor, for an instance attribute, on a queue or core built with defaults."""
+
+def instance_of(cls: type) -> object | None:
+    """An instance of the impl class ``cls`` built with defaults (on a fake clock), to look up
+    an instance attribute on; ``None`` for a class that has no default instance here."""
+    if issubclass(cls, (BaseQueue, impl.AsyncQueue, impl.AsyncFifoQueue)):
+        return cls(clock=FakeClock())
+    if issubclass(cls, Machine):
+        return cls(1)
+    if issubclass(cls, Conditions):
+        return cls(FakeClock())
+    if issubclass(cls, Futures):
+        return cls()
+    if issubclass(cls, Waiters):
+        return cls("not_empty")
+    if cls is System:
+        return System(Machine(1), "queue-1")
+    return None
+
+
+def has_attribute(cls: type, attr: str) -> bool:
+    """Whether ``cls`` or an instance of it built with defaults has ``attr``."""
+    if hasattr(cls, attr):
+        return True
+    instance = instance_of(cls)
+    try:
+        return instance is not None and hasattr(instance, attr)
+    finally:
+        if isinstance(instance, (BaseQueue, impl.AsyncQueue, impl.AsyncFifoQueue)):
+            instance.close()
+
+
+_MEMBER: Final = re.compile(r"(?<![\w.])([A-Z]\w*)\.(\w+)")
+
+
+def unresolved(code: str, *, known_only: bool = False) -> list[str]:
+    """The ``Class.attribute`` names of a code span that name no impl code: an attribute that
+    neither the class nor an instance of it built with defaults has, a retired class of the old
+    implementation, and (unless ``known_only``: prose, which names other libraries' classes
+    too) a class that impl does not have."""
     bad = []
-    for cls_name, attr in re.findall(r"(?<![\w.])([A-Z]\w*)\.(\w+)", code):
-        cls = IMPL_CLASSES.get(cls_name)
-        if cls is None or attr in ("py", "tla", "cfg") or hasattr(cls, attr):
+    for cls_name, attr in _MEMBER.findall(code):
+        if attr in ("py", "tla", "cfg", "md"):
             continue
-        if issubclass(cls, BaseQueue):
-            q = cls(clock=FakeClock())
-            found = hasattr(q, attr)
-            q.close()
-        elif issubclass(cls, Core):
-            found = hasattr(cls(1, None, None), attr)
-        else:
-            found = False
-        if not found:
+        cls = IMPL_CLASSES.get(cls_name)
+        if cls is None:
+            if cls_name in RETIRED_CLASSES or not known_only:
+                bad.append(f"{cls_name}.{attr}")
+        elif not has_attribute(cls, attr):
             bad.append(f"{cls_name}.{attr}")
     return bad
 
@@ -389,8 +492,18 @@ def test_every_name_in_the_where_it_lives_tables_exists_in_its_layer() -> None:
     # and the check can fail
     assert unknown_names("Queue.nosuch", "impl", words["impl"], names["impl"]) == ["nosuch"]
     assert unknown_names("Nope.tla", "TLA+", words["TLA+"], names["TLA+"]) == ["Nope.tla"]
-    assert unresolved("Queue._deliver, Core.deliver, Core.visible") == ["Queue._deliver"]
-    assert unresolved("FifoQueue._wake_group") == ["FifoQueue._wake_group"]
+    assert unresolved("Queue._deliver, Machine.deliver, Machine.visible") == ["Queue._deliver"]
+    assert unresolved("FifoQueue._wake_group, FifoMachine.wake_group") == ["FifoQueue._wake_group"]
+    assert unresolved("Core.deliver, Nowhere.x") == ["Core.deliver", "Nowhere.x"]
+    assert unresolved("Core.deliver, asyncio.Queue.get, Task.cancel", known_only=True) == [
+        "Core.deliver"
+    ]
+    named = "Conditions.waiting, Futures.pass_on, Waiters.futures, System.dead_letter, Outcome.due"
+    assert unresolved(f"{named}, AsyncQueue.machine, FifoQueue.machine") == []
+    assert unresolved("BaseQueue._wake, Conditions.notify_all") == [
+        "BaseQueue._wake",
+        "Conditions.notify_all",
+    ]
 
 
 # -- the contract and the source problems are in the repository ---------------------------------
@@ -509,3 +622,63 @@ def test_the_first_pass_names_its_tests_only_in_its_tables() -> None:
             t for ln in prose if not ln.startswith("|") for t in re.findall(r"`(test_\w+)`", ln)
         ]
         assert named == [], f"section {heading} names tests outside its table: {named}"
+        # Nor the implementation's parts (the machine, the drivers' internals): only the API.
+        spans = [c for ln in prose if not ln.startswith("|") for c in _CODE.findall(ln)]
+        parts = [
+            f"{c}.{a}" for span in spans for c, a in _MEMBER.findall(span) if c in INTERNAL_CLASSES
+        ]
+        assert parts == [], f"section {heading} names impl parts outside its table: {parts}"
+
+
+#: The impl classes that are parts of the implementation, not its API (``impl.__all__``).
+INTERNAL_CLASSES: Final = frozenset(IMPL_CLASSES) - set(impl.__all__) | RETIRED_CLASSES
+
+
+# -- every learner's page names the implementation as it is -------------------------------------
+
+#: The learner's pages, README first: their prose and tables may name only code that exists.
+LEARNER_PAGES: Final = [
+    ROOT / "README.md",
+    *(
+        DOCS / name
+        for name in (
+            "first-spec.md",
+            "tla-primer.md",
+            "walkthrough.md",
+            "pitfalls.md",
+            "exercises.md",
+            "explorer.md",
+        )
+    ),
+]
+#: The words of the implementation before the queue machine: its files, its "core" and its
+#: "shell" (now the machine and the drivers), and the seams that no longer exist.
+_RETIRED: Final = re.compile(
+    r"impl/(?:core|shell|fifo_core)\.py|\b(?:threaded|asyncio) shell\b|\bthe shell\b"
+    r"|\bshell's\b|\bcore's\b|\b_core(?:_class)?\b|\bmoved_receivers\b"
+)
+
+
+@pytest.mark.parametrize("page", LEARNER_PAGES, ids=lambda p: p.name)
+def test_the_learner_pages_name_the_implementation_as_it_is(page: Path) -> None:
+    text = page.read_text()
+    prose = re.sub(r"```.*?```", "", text, flags=re.DOTALL)
+    spans = _CODE.findall(prose)
+    gone = sorted({name for span in spans for name in unresolved(span, known_only=True)})
+    assert gone == [], f"{page.name} names code that impl does not have: {gone}"
+    retired = [
+        f"{k}: {line.strip()}"
+        for k, line in enumerate(text.splitlines(), 1)
+        if _RETIRED.search(line)
+    ]
+    assert retired == [], f"{page.name} names the implementation before the machine: {retired}"
+
+
+def test_the_retired_names_check_can_fail() -> None:
+    assert _RETIRED.search("its lock is the threaded shell's, impl/shell.py")
+    assert _RETIRED.search("the core's step")
+    assert _RETIRED.search("the queue's `_core`")
+    assert not _RETIRED.search("paste it into a shell; the machine's step; its core idea")
+    assert unresolved("`Machine.live` and `BaseQueue._wait`", known_only=True) == [
+        "BaseQueue._wait"
+    ]
