@@ -9,9 +9,10 @@
     ('a', 'hello', 1, True)
 
 ``Queue`` is the SQS-style queue; ``FifoQueue`` is the SQS FIFO queue (message groups,
-deduplication; contract section 2b); both are the one threaded shell (``BaseQueue``,
-``impl/shell.py``) over a core with no lock and no waiting (``impl/core.py``,
-``impl/fifo_core.py``). ``JobQueue`` is the single-owner job-queue API of the second seed, a
+deduplication; contract section 2b); both are the one threaded driver (``BaseQueue``,
+``impl/threaded.py``) of a queue machine with no lock, no clock and no waiting
+(``impl/machine.py``, ``impl/fifo_machine.py``; ``impl.AsyncQueue`` drives the same machine
+on an event loop). ``JobQueue`` is the single-owner job-queue API of the second seed, a
 thin adapter over ``Queue``. A queue's ``dead_letter=`` names another queue as its dead-letter
 queue (a move, one step across the two); ``retention=`` ages messages out; ``start_redrive``
 on a dead-letter queue starts a :class:`RedriveTask` (``impl/redrive.py``).

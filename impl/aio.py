@@ -309,7 +309,8 @@ class _AsyncBase(Generic[T]):
         if out.elsewhere:
             for effect in out.elsewhere:
                 effect.queue.on_effect(effect)
-        self.machine.check()
+        if self.machine.self_check:
+            self.machine.check()
 
     def _moved_in(self, effect: Effect) -> None:
         """Another queue's step changed this one (a move in): its effects here."""
@@ -317,7 +318,8 @@ class _AsyncBase(Generic[T]):
             self.conditions.wake(effect.receivers, effect.senders)
         if effect.due is not None:
             self._aim(effect.due)
-        self.machine.check()
+        if self.machine.self_check:
+            self.machine.check()
 
     async def _until(
         self,
@@ -557,7 +559,6 @@ class _AsyncBase(Generic[T]):
         m = self.machine
         while (out := m.fire_due(now)) is not None:
             self._apply(out)
-        m.check()
 
     # -- the trace, observation -----------------------------------------------------------------
 

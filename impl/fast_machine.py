@@ -12,12 +12,12 @@ step's effects are always the same, so the three are also entry points that retu
 alone (``send_now``, ``receive_now``, ``delete_now``): the threaded driver calls them and
 applies the known effects itself, which saves making and reading an outcome per message.
 
-It is proven equal to the reference by the project's own machinery, on every test run: the
-lockstep tests run both against the spec (``model_tests/lockstep.py`` drives ``impl.Queue``,
-whose machine this is, and the reference through ``model_tests.targets``), and
-``model_tests/tests/test_fast_machine.py`` runs the two side by side on the same random
-programs and compares every outcome and every snapshot. ``python -m bench.floor`` measures what
-it buys.
+It is proven equal to the reference by the project's own machinery, on every test run:
+``model_tests/tests/test_fast_machine.py`` runs the two side by side, through both drivers, on
+the same random programs and compares every answer, snapshot and trace; and the lockstep
+tests, which compare ``impl.Queue`` (whose machine this is) with the spec, run the reference
+too (``model_tests/tests/test_lockstep.py``), as every mutant of the catalogue does.
+``python -m bench.floor`` measures what it buys.
 """
 
 from __future__ import annotations

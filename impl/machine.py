@@ -760,7 +760,8 @@ class Machine(Generic[T]):
 
     def prepare_release(self, recs: Sequence[Record[T]], now: float) -> None:
         """Before releases of ``recs`` commit: those that die move into the target, whose
-        driver may have to start what fires their retention timers (``System.prepare_move``)."""
+        driver may have to start what fires their retention timers
+        (``System.prepare_dead_letter``)."""
         if self.target is not None and self.system is not None:
             dying = [rec for rec in recs if self.dies(rec)]
             if dying:

@@ -15,7 +15,7 @@ returns events and never touches a socket):
 The drivers apply an outcome the same way: the threaded one notifies its conditions
 (``impl/threaded.py``), the asyncio one resolves waiter futures (``impl/aio.py``). The trace
 steps of an outcome are data too (:data:`TraceStep`), handed to the driver before the commit
-(the machine's ``record`` hook), since a trace sink may veto its step.
+(the machine's ``before_step`` veto point), since a trace sink may refuse its step.
 """
 
 from __future__ import annotations

@@ -750,7 +750,6 @@ class BaseQueue(Generic[T]):
         m = self.machine
         while (out := m.fire_due(now)) is not None:
             self._apply(out)
-        self.machine.check()
 
     def _hold_for_sweep(self) -> list[threading.RLock]:
         """Take every lock a sweep needs (``Machine.sweep_queues``, in lock order); if the set

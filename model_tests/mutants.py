@@ -72,7 +72,7 @@ catches each by a named check: :class:`TailReleaseFifoQueue`, :class:`LockBlindF
 The plumbing of a system (contract section 7), in :data:`SYSTEM_MUTANTS`: the wakeups and
 timers around the steps, each a one-line slip that every state-based check passes:
 :class:`SilentRedriveOutQueue`, :class:`CompactDropsTicksQueue`,
-:class:`OneWakeDeadLetterQueue`, :class:`ExpiryDropsTimersQueue`; and the asyncio shell's
+:class:`OneWakeDeadLetterQueue`, :class:`ExpiryDropsTimersQueue`; and the asyncio driver's
 waiter FIFO, in :data:`ASYNC_MUTANTS`: :class:`WithdrawnKeptAsyncQueue`.
 """
 
@@ -908,8 +908,8 @@ class OneWakeSendBatchMachine(Machine[T]):
 class OneWakeSendBatchQueue(Queue[T]):
     """MUTANT: a ``send_batch`` wakes one blocked receiver, not one per message.
 
-    The bug: the batch's step reports one deliverable message, as a single send does, so the
-    shell notifies one waiter. Two receivers blocked on an empty queue, a batch of two arrives:
+    The bug: the batch's step reports one deliverable message, as a single send does (its
+    outcome's ``receivers`` is 1), so the driver notifies one waiter. Two receivers blocked on an empty queue, a batch of two arrives:
     one receiver gets a message, the other sleeps on with a visible message in the queue (a
     lost wakeup, in batches only; every state-based check passes: the state is right).
 
@@ -1458,9 +1458,10 @@ class OneWakeDeadLetterQueue(Queue[T]):
     """MUTANT (system): two messages dead-lettered in one sweep wake one receiver of the
     dead-letter queue.
 
-    The bug: the source counts the receivers its moves enabled in the target
-    (``Core.moved_receivers``) and the shell wakes that many after the step; here each move
-    overwrites the count instead of adding to it, so a sweep that moves two messages wakes
+    The bug: each move of a releasing step into the target is an ``Effect`` of its outcome
+    (``Outcome.elsewhere``: the receivers it enabled there), which the driver applies after
+    the step; here the machine keeps only the last move's effect, each overwriting the one
+    before instead of adding to it, so a sweep that moves two messages wakes
     one of two receivers blocked on the dead-letter queue. The other sleeps beside a
     visible message: a lost wakeup (the same arithmetic as :class:`OneWakeSendBatchQueue`,
     across two queues).

@@ -1,4 +1,5 @@
-"""Lockstep model-based test: ``impl.Queue`` and the spec driven by the same random operations.
+"""Lockstep model-based test: ``impl.Queue`` and the spec driven by the same random operations
+(and the same for ``impl.Queue`` on the reference machine, ``TestLockstepReference``).
 
 The machine is :class:`model_tests.lockstep.QueueMachine` (its module docstring says how it keeps
 two (``impl.Queue``, ``spec.State``) pairs in lockstep on one fake clock, and why the run stays
@@ -18,11 +19,30 @@ import pytest
 from hypothesis import HealthCheck, Phase, settings
 from hypothesis.stateful import invariant, run_state_machine_as_test
 
+import impl
+from impl.machine import Machine
 from model_tests import lockstep
 from model_tests.lockstep import LockstepReceipt, QueueMachine
 
 QueueMachine.TestCase.settings = settings.get_profile("lockstep")
 TestLockstep = QueueMachine.TestCase
+
+
+class ReferenceQueue(impl.Queue[str]):
+    """``impl.Queue`` on the reference machine (``impl.machine.Machine``), which checks itself
+    after every step: the lockstep run below holds it to the spec too, so the queue's
+    ``FastMachine`` and the reference are each the spec's (and each other's,
+    ``test_fast_machine.py``)."""
+
+    machine_class = Machine
+
+
+class ReferenceMachine(QueueMachine):
+    queue_class = ReferenceQueue
+
+
+ReferenceMachine.TestCase.settings = settings.get_profile("lockstep")
+TestLockstepReference = ReferenceMachine.TestCase
 
 
 # -- the window between a deadline and its sweep ---------------------------------------------
