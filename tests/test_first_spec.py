@@ -194,6 +194,35 @@ def test_without_java_python_m_tla_says_how_to_install_it_in_one_line(tmp_path: 
     assert "`brew install openjdk`" in text
 
 
+@pytest.mark.parametrize(
+    ("script", "said"),
+    [
+        # macOS's stub: a `java` that only says no runtime is installed, and fails.
+        ("echo 'No Java runtime present, requesting install.' >&2; exit 1", "-version` fails"),
+        ("echo 'java version \"1.8.0_351\"' >&2", "is Java 8"),
+    ],
+    ids=["a java that does not run", "java 8"],
+)
+def test_an_unusable_java_gets_one_line_naming_it(tmp_path: Path, script: str, said: str) -> None:
+    java = tmp_path / "java"
+    java.write_text(f"#!/bin/sh\n{script}\n")
+    java.chmod(0o755)
+    env = {k: v for k, v in os.environ.items() if k != "PATH"} | {"PATH": f"{tmp_path}:/bin"}
+    done = subprocess.run(
+        [sys.executable, "-m", "tla", "--model", "FirstQueue"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=env,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert done.stdout == ""
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1 and said in lines[0] and "default-jre-headless" in lines[0], lines
+
+
 # -- the reader's clock ---------------------------------------------------------------------
 
 #: The learner's own first TLC run, on the first-spec page.

