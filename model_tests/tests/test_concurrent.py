@@ -436,8 +436,7 @@ def test_linearizability_runs_with_batches_reach_the_interesting_cases() -> None
         if any(isinstance(s, SweeperStep) for s in run.verdict.order):
             seen["background sweeper step"] += 1
 
-    collect()
-    for what in (
+    wanted = (
         "send_batch accepted",
         "send_batch rejected",
         "receive_batch of several",
@@ -446,7 +445,14 @@ def test_linearizability_runs_with_batches_reach_the_interesting_cases() -> None
         "purge",
         "a batch overlapping a single call",
         "background sweeper step",
-    ):
+    )
+    # Which calls overlap is the threads' scheduling, not the program's: on a loaded machine one
+    # round of 80 programs may see none. Up to three rounds, stopping once every case is seen.
+    for _ in range(3):
+        collect()
+        if all(seen[what] for what in wanted):
+            break
+    for what in wanted:
         assert seen[what] >= 1, f"never: {what!r} in {dict(seen)}"
 
 
