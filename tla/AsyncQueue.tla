@@ -1,6 +1,6 @@
 ----------------------------- MODULE AsyncQueue -----------------------------
 (***************************************************************************)
-(* The asyncio shell of impl/aio.py, one level below Queue: tasks, one     *)
+(* The asyncio driver of impl/aio.py, one level below Queue: tasks, one    *)
 (* event loop, waiter futures and cancellation, as impl.AsyncQueue uses    *)
 (* them.  The sibling of ThreadedQueue.tla: the same queue, the same       *)
 (* refinement of Queue, another way of waiting.                            *)
@@ -12,18 +12,20 @@
 (*   - one event loop runs one callback at a time, to its next await or to *)
 (*     its end: so ONE STEP of this module is one task running from where  *)
 (*     it was to its next await (or to the end of its call).  Nothing else *)
-(*     runs in between, which is all the atomicity the core needs;         *)
-(*   - the core steps Send and Receive (and Delete, Retry) are the         *)
-(*     non-blocking calls of the inner queue (block=False), as in Queue;   *)
+(*     runs in between, which is all the atomicity the machine needs;      *)
+(*   - the steps Send and Receive (and Delete, Retry) are the steps of     *)
+(*     the queue machine the driver takes (impl/machine.py; a step that    *)
+(*     cannot go ahead answers Blocked and changes nothing), as in Queue;  *)
 (*   - a call that finds nothing to do (no visible message, no room)       *)
 (*     creates a future (loop.create_future), appends it to the deque of   *)
 (*     its condition, not_empty or not_full, and awaits it: Wait;          *)
-(*   - a core step that makes a condition true wakes ONE waiter: it pops   *)
+(*   - a step that makes a condition true wakes ONE waiter: it pops        *)
 (*     futures from the condition's deque until one is not done and calls  *)
-(*     its set_result(None) (asyncio.Queue's _wakeup_next, the shell's     *)
-(*     _notify / _wake_next).  A future's done callbacks are scheduled     *)
-(*     with loop.call_soon, so the woken task becomes READY: it runs in a  *)
-(*     later step (Resume), re-checks, and receives -- or waits again;     *)
+(*     its set_result(None) (asyncio.Queue's _wakeup_next, the driver's    *)
+(*     Futures.notify, Waiters.resolve_first).  A future's done callbacks  *)
+(*     are scheduled with loop.call_soon, so the woken task becomes READY: *)
+(*     it runs in a later step (Resume), re-checks, and receives -- or     *)
+(*     waits again;                                                        *)
 (*   - Task.cancel() (also what asyncio.timeout and wait_for call) can hit *)
 (*     a task at any await of the queue (Cancel): a pending future is      *)
 (*     cancelled; a future already resolved cannot be, so the task is      *)
@@ -36,7 +38,7 @@
 (*                                                                         *)
 (* The point of the design is where the delivery happens: in the woken     *)
 (* task's own step, after its await returned, with no await between the    *)
-(* core step and the return.  A cancellation at any await therefore        *)
+(* machine's step and the return.  A cancellation at any await therefore   *)
 (* delivers nothing.  The constant Bug injects the two ways to get this    *)
 (* wrong (both expected to fail; docs/tla.md walks through the traces):    *)
 (*   "none"        impl/aio.py's design;                                   *)
@@ -51,7 +53,7 @@
 (*                 AsyncQueueNoPassOn.cfg).                                *)
 (*                                                                         *)
 (* What is left out, and why: time (visibility timeouts, delays and the    *)
-(* loop timer that sweeps them: the timer's callback is one more core step *)
+(* loop timer that sweeps them: the timer's callback is one more step      *)
 (* that makes messages visible and wakes like Retry does; ThreadedQueue.tla *)
 (* checks the timer order); the timeout= argument of a blocking call (its  *)
 (* timer resolves the future with a "timed out" mark and the task          *)
@@ -84,7 +86,8 @@ ASSUME Receivers \cap Senders = {}
 
 Tasks == Receivers \cup Senders
 
-\* The two conditions of the shell, each a deque of waiter futures.
+\* The two conditions of the driver (Futures), each a deque of waiter futures
+\* (Waiters).
 Conds == {"not_empty", "not_full"}
 
 \* The condition a task's blocking call waits on.
@@ -98,7 +101,7 @@ FutureStates == {None, "pending", "resolved", "cancelled"}
 (*                             VARIABLES                                   *)
 (***************************************************************************)
 VARIABLES
-    \* The inner queue's data (impl.Queue's containers, as in ThreadedQueue):
+    \* The queue machine's data (Machine's containers, as in ThreadedQueue):
     accepted,    \* every id ever accepted
     qVisible,    \* ids of VISIBLE messages, head first
     qInFlight,   \* ids of IN_FLIGHT messages, in receive order
@@ -112,7 +115,7 @@ VARIABLES
     mustCancel,  \* mustCancel[t]: Task.cancel() hit t after its future was resolved:
                  \* its await raises CancelledError when it runs (Task._must_cancel)
     result,      \* result[r]: the receipt a waker put in r's future (Bug = "handoff"
-                 \* only; None otherwise: the shell resolves with None)
+                 \* only; None otherwise: the driver resolves with None)
     waiters,     \* waiters[c]: condition c's deque of futures, head first, each named
                  \* by the task that awaits it (a task awaits one future at a time)
     held         \* held[r]: the receipt <<id, attempt>> receiver r holds, or None
@@ -128,16 +131,16 @@ Range(s) == {s[k] : k \in DOMAIN s}
 Remove(s, x) == SelectSeq(s, LAMBDA y : y # x)
 MinOf(S) == CHOOSE k \in S : \A j \in S : k <= j
 
-\* The dead-letter policy of Core.release: releasing a message delivered n
+\* The dead-letter policy of Machine.release: releasing a message delivered n
 \* times kills it iff n >= MaxReceives.
 Dies(n) == n >= MaxReceives
 
 (***************************************************************************)
 (* The whole state as one record, so that every step can be written as a  *)
-(* function from a state to a state: the core step, then the wakeup it    *)
-(* owes (Wake), composed in ONE step -- as in the shell, where _notify is  *)
-(* called in the same callback as the core step.  Set(s) is the step whose *)
-(* new state is s.                                                         *)
+(* function from a state to a state: the machine's step, then the wakeup   *)
+(* it owes (Wake), composed in ONE step -- as in the driver, which applies *)
+(* the step's outcome (Futures.notify) in the same callback as the step.   *)
+(* Set(s) is the step whose new state is s.                                *)
 (***************************************************************************)
 S == [accepted |-> accepted, visible |-> qVisible, inFlight |-> qInFlight, dead |-> qDead,
       done |-> qDone, attempt |-> attempt, op |-> op, arg |-> arg, fut |-> fut,
@@ -163,31 +166,31 @@ Set(s) ==
 \* MaxReceives deliveries dies on its release instead).
 Deliverable(s) == s.visible # <<>>
 
-\* Core.has_room: room for one more active message.
+\* Machine.has_room: room for one more active message.
 RoomIn(s) == IF Capacity = None THEN TRUE ELSE Len(s.visible) + Len(s.inFlight) < Capacity
 
 \* The ids no sender has sent or is sending.
 Unsent == Ids \ (accepted \cup {arg[t] : t \in Senders})
 
 (***************************************************************************)
-(* The core steps' data halves (impl.core, behind the shell's              *)
-(* block=False calls): each a function from a state to a state.            *)
+(* The data halves of the machine's steps (impl.machine.Machine, the       *)
+(* steps the driver takes): each a function from a state to a state.       *)
 (***************************************************************************)
 
-\* Core.send: the fresh id i joins the visible tail.
+\* Machine.send: the fresh id i joins the visible tail.
 Accept(s, i) == [s EXCEPT !.accepted = @ \cup {i}, !.visible = Append(@, i)]
 
-\* Core.receive: the visible head goes in flight with the next attempt;
+\* Machine.receive: the visible head goes in flight with the next attempt;
 \* Receipt(s) is the receipt of that delivery.
 Receipt(s) == <<Head(s.visible), s.attempt[Head(s.visible)] + 1>>
 Deliver(s) ==
     LET i == Head(s.visible)
     IN [s EXCEPT !.visible = Tail(@), !.inFlight = Append(@, i), !.attempt[i] = @ + 1]
 
-\* Core.delete of the live receipt r: DONE, its slot freed.
+\* Machine.delete of the live receipt r: DONE, its slot freed.
 Deleted(s, r) == [s EXCEPT !.inFlight = Remove(@, r[1]), !.done = @ \cup {r[1]}]
 
-\* Core.release of the live receipt r: dead-lettered after MaxReceives
+\* Machine.release of the live receipt r: dead-lettered after MaxReceives
 \* deliveries (a slot freed), else back at the visible tail.
 Released(s, r) ==
     LET i == r[1]
@@ -200,18 +203,19 @@ Released(s, r) ==
 (* Suspend(s, t): the task t finds nothing to do and waits: a new future   *)
 (* (loop.create_future), appended to its condition's deque, awaited.  The  *)
 (* task yields to the loop; it is not ready until the future is done.      *)
-(* The shell's _wait(cond, deadline).                                      *)
+(* The driver's wait (AsyncQueue._wait, a future in a Waiters deque).      *)
 (***************************************************************************)
 Suspend(s, t) == [s EXCEPT !.fut[t] = "pending", !.waiters[Cond(t)] = Append(@, t)]
 
 (***************************************************************************)
-(* Wake(s, c): _notify(c), the shell's _wake_next: asyncio.Queue's         *)
-(* _wakeup_next.  Pop futures from the head of c's deque until one is not  *)
-(* done (a cancelled one, whose task has not yet run its handler, is       *)
-(* skipped and dropped), and call its Future.set_result(None): its task's  *)
-(* wakeup is scheduled with loop.call_soon, so it is READY from now on.    *)
+(* Wake(s, c): the driver's Futures.notify(c) (Waiters.resolve_first):     *)
+(* asyncio.Queue's _wakeup_next.  Pop futures from the head of c's deque   *)
+(* until one is not done (a cancelled one, whose task has not yet run its  *)
+(* handler, is skipped and dropped), and call its Future.set_result(None): *)
+(* its task's wakeup is scheduled with loop.call_soon, so it is READY from *)
+(* now on.                                                                 *)
 (* No waiter pending: the deque ends empty and nobody is woken.            *)
-(* It is not a step of its own: it is the end of the step whose core       *)
+(* It is not a step of its own: it is the end of the step whose machine    *)
 (* transition made c true (Send, Delete, Retry) or of a PassOn.            *)
 (*                                                                         *)
 (* Bug = "handoff": the waker also delivers on the waiter's behalf, in the *)
@@ -255,8 +259,8 @@ Unwind(s, t) ==
 (***************************************************************************)
 
 (***************************************************************************)
-(* Send(t, i): sender t calls send(i) and there is room: the core send     *)
-(* (block=False), then the wakeup it owes: Wake(not_empty).  No await:     *)
+(* Send(t, i): sender t calls send(i) and there is room: the machine's     *)
+(* send, then the wakeup it owes: Wake(not_empty).  No await:              *)
 (* the call returns in this step.                                          *)
 (***************************************************************************)
 Send(t, i) ==
@@ -266,7 +270,7 @@ Send(t, i) ==
 
 (***************************************************************************)
 (* Receive(t): receiver t calls receive() and a message is visible: the    *)
-(* core receive (block=False) delivers it in t's own step, and receive()   *)
+(* machine's receive delivers it in t's own step, and receive()            *)
 (* returns it: t holds the receipt.  No await between the two.             *)
 (***************************************************************************)
 Receive(t) ==
@@ -275,8 +279,9 @@ Receive(t) ==
     /\ Set([Deliver(S) EXCEPT !.held[t] = Receipt(S)])
 
 (***************************************************************************)
-(* Wait(t, x): t calls receive() (x = None) or send(x) and the core says   *)
-(* Empty or Full: it awaits a new future on its condition (Suspend).       *)
+(* Wait(t, x): t calls receive() (x = None) or send(x) and the machine's   *)
+(* step answers Blocked (NOTHING or NO_ROOM): it awaits a new future on    *)
+(* its condition (Suspend).                                                *)
 (***************************************************************************)
 Wait(t, x) ==
     /\ op[t] = "none"
@@ -328,8 +333,8 @@ Cancel(t) ==
 (* Withdraw(t): t runs after a Cancel of its pending future: CancelledError *)
 (* at the await; it was never woken, so it owes nobody anything: it takes  *)
 (* its future out of the deque and the call raises (Unwind).               *)
-(* Bug = "no_pass_on": a task that WAS woken does the same (the shell's    *)
-(* _pass_on does nothing), and the wakeup it was given is lost.            *)
+(* Bug = "no_pass_on": a task that WAS woken does the same (the driver's   *)
+(* Futures.pass_on does nothing), and the wakeup it was given is lost.     *)
 (***************************************************************************)
 Withdraw(t) ==
     /\ \/ fut[t] = "cancelled"
@@ -340,10 +345,11 @@ Withdraw(t) ==
 (* PassOn(t): t runs after a Cancel that came when its future was already  *)
 (* resolved: CancelledError at the await, but it was woken because its     *)
 (* condition became true, and it will not use that: it passes the wakeup   *)
-(* on -- _notify(cond) again, Wake -- and the call raises (asyncio.Queue:  *)
-(* `if not getter.cancelled(): self._wakeup_next(self._getters)'; the      *)
-(* shell's _pass_on(cond)).  The wakeup goes to the next pending waiter,   *)
-(* who re-checks as any woken task does.                                   *)
+(* on -- Futures.notify(cond) again, Wake -- and the call raises           *)
+(* (asyncio.Queue: `if not getter.cancelled():                             *)
+(* self._wakeup_next(self._getters)'; the driver's Futures.pass_on(cond)). *)
+(* The wakeup goes to the next pending waiter, who re-checks as any woken  *)
+(* task does.                                                              *)
 (***************************************************************************)
 PassOn(t) ==
     /\ Bug # "no_pass_on"
@@ -404,7 +410,7 @@ Spec == Init /\ [][Next]_vars
 (* As ThreadedQueue's: a message's status is the container that holds its *)
 (* id; no time passes (now = 0, no deadlines, no delays: a receive's       *)
 (* timeout is None, so timers are the in-flight messages in receive        *)
-(* order).  Every step that is no core step (Wait, a Resume that waits     *)
+(* order).  Every step that is no machine step (Wait, a Resume that waits  *)
 (* again or takes a handed-off receipt, Cancel, Withdraw, PassOn) maps to  *)
 (* a stuttering step of Queue; every other step is exactly one of Queue's  *)
 (* actions: Send, Receive (also a Resume that receives), Delete, Retry.    *)

@@ -1,6 +1,7 @@
 --------------------------- MODULE ThreadedQueue ---------------------------
 (***************************************************************************)
-(* The threaded queue of impl/shell.py, one level below Queue: the threads *)
+(* The threaded queue of impl/threaded.py (the threaded driver of the      *)
+(* queue machine, impl/machine.py), one level below Queue: the threads     *)
 (* and the synchronization, exactly as the implementation uses them.       *)
 (*                                                                         *)
 (* Queue.tla says WHAT the queue does: each operation is one atomic step.  *)
@@ -14,15 +15,17 @@
 (*     wait(c) releases the lock and joins c's wait set in one step;       *)
 (*     notify(c) wakes one waiter, notify_all(c) all of them; a woken      *)
 (*     thread has to take the lock again and then re-checks its predicate  *)
-(*     (the `while' loop around every wait in impl/shell.py);              *)
+(*     (the `while' loop around every wait in impl/threaded.py,            *)
+(*     BaseQueue._until: a step answers Blocked while its predicate is     *)
+(*     false);                                                             *)
 (*   - producer, consumer and sweeper threads, each a small program that   *)
 (*     calls the queue's methods.  A method is: take the lock (Acquire),   *)
 (*     then one critical section (XxxCS) that either does the operation    *)
 (*     and returns, or finds its predicate false and waits.                *)
-(*   - the sweeper thread (impl.queue._sweep_forever): expire what is due, *)
-(*     then wait on new_deadline until the earliest deadline (a timed wait *)
-(*     on the discrete clock) or until a notify says there is an earlier   *)
-(*     one.                                                                *)
+(*   - the sweeper thread (impl.sweeper.sweep_forever): expire what is     *)
+(*     due, then wait on new_deadline until the earliest deadline (a       *)
+(*     timed wait on the discrete clock) or until a notify says there is   *)
+(*     an earlier one.                                                     *)
 (*                                                                         *)
 (* The queue's data are kept the way impl.Queue keeps them (a container    *)
 (* per state, the attempt and deadline fields of each record), not the way *)
@@ -32,7 +35,7 @@
 (*                                                                         *)
 (* The constant Bug injects the wakeup bugs of the lesson (all expected to *)
 (* fail, in the configs named *Wakeup*; docs/levels.md walks the trace):   *)
-(*   "none"               impl/shell.py as it is;                          *)
+(*   "none"               impl/threaded.py as it is;                       *)
 (*   "sweep_no_notify"    the sweeper re-queues an expired message without *)
 (*                        notifying not_empty: a receiver sleeps through   *)
 (*                        the redelivery (ThreadedQueueWakeup.cfg);        *)
@@ -53,7 +56,7 @@
 (*                                                                         *)
 (* What is left out, and why it does not matter here: shutdown/close (they *)
 (* notify_all and end every loop); the expiry heap's stale entries (the    *)
-(* sweeper uses the earliest live deadline, which is what Core.next_due   *)
+(* sweeper uses the earliest live deadline, which is what Machine.next_due *)
 (* computes); timeouts of blocked send/receive; generated ids.             *)
 (*                                                                         *)
 (* What this model ASSUMES (docs/failure-model.md says how impl.Queue      *)
@@ -119,22 +122,23 @@ Conds == {"not_empty", "not_full", "new_deadline"}
 (*                             VARIABLES                                   *)
 (***************************************************************************)
 VARIABLES
-    \* The queue's fields, guarded by the lock (impl.Queue's attribute in brackets):
-    accepted,    \* every id ever accepted (_accepted)
-    qVisible,    \* ids of VISIBLE messages, head first (_visible, an ordered dict)
-    qInFlight,   \* ids of IN_FLIGHT messages, in receive order (_in_flight)
-    qDead,       \* ids of DEAD messages, in order of death (_dead)
-    qDone,       \* ids of DONE messages (_done)
-    qCancelled,  \* ids of CANCELLED messages (_cancelled)
-    qDelayed,    \* ids of DELAYED messages, in send order (_delayed)
+    \* The queue's fields, guarded by the lock (the attribute of impl.Queue's
+    \* queue machine, impl.machine.Machine, in brackets):
+    accepted,    \* every id ever accepted (accepted)
+    qVisible,    \* ids of VISIBLE messages, head first (visible, an ordered dict)
+    qInFlight,   \* ids of IN_FLIGHT messages, in receive order (in_flight)
+    qDead,       \* ids of DEAD messages, in order of death (dead)
+    qDone,       \* ids of DONE messages (done)
+    qCancelled,  \* ids of CANCELLED messages (cancelled)
+    qDelayed,    \* ids of DELAYED messages, in send order (delayed)
     qTimers,     \* ids of DELAYED and IN_FLIGHT messages in the order of their
-                 \* timers' seq: the heap _expiry's tie order (a delayed send and
+                 \* timers' seq: the heap timers' tie order (a delayed send and
                  \* every delivery take the next seq; change_visibility keeps it)
     attempt,     \* attempt[i]: deliveries of i so far (the record's attempt)
     deadline,    \* deadline[i]: the record's deadline, a time or None
     visibleAt,   \* visibleAt[i]: when a DELAYED message's delay fires, or None
     target,      \* the deadline the sweeper last went to sleep for, or None
-                 \* (_sweeper_target)
+                 \* (SweeperLink.target)
     clock,       \* the clock's time
     \* The threads and the synchronization:
     lock,        \* the thread that holds mutex, or None
@@ -162,14 +166,14 @@ Min(a, b) == IF a <= b THEN a ELSE b
 Earliest(S) == CHOOSE d \in S : \A e \in S : d <= e
 
 Active == Len(qVisible) + Len(qInFlight) + Len(qDelayed)
-RoomFor(n) == IF Capacity = None THEN TRUE ELSE Active + n <= Capacity  \* Core.accepts
-HasRoom == RoomFor(1)                                    \* Core.has_room
+RoomFor(n) == IF Capacity = None THEN TRUE ELSE Active + n <= Capacity  \* Machine.accepts
+HasRoom == RoomFor(1)                                    \* Machine.has_room
 
-\* Core.live: the receipt names the delivery in flight.
+\* Machine.live: the receipt names the delivery in flight.
 Live(r) == r # None /\ r[1] \in Range(qInFlight) /\ attempt[r[1]] = r[2]
 
-\* The dead-letter policy of Core.release: releasing a message delivered n
-\* times kills it iff n >= MaxReceives.
+\* The dead-letter policy of Machine.release (Machine.dies): releasing a
+\* message delivered n times kills it iff n >= MaxReceives.
 Dies(n) == n >= MaxReceives
 
 \* When a message's timer is due: its delay's visibleAt, or its deadline.
@@ -179,17 +183,17 @@ DueOf(i) == IF visibleAt[i] # None THEN visibleAt[i] ELSE deadline[i]
 Due == {i \in Range(qTimers) : DueOf(i) # None /\ DueOf(i) <= clock}
 
 \* The earliest due time of the timers of the queue data s, or None
-\* (Core.next_due).
+\* (Machine.next_due).
 NextDue(s) ==
     LET armed == {IF s.visibleAt[i] # None THEN s.visibleAt[i] ELSE s.deadline[i] :
                   i \in Range(s.qTimers)} \ {None}
     IN IF armed = {} THEN None ELSE Earliest(armed)
 
 (***************************************************************************)
-(* The order of BaseQueue._expire: the heap pops (due, seq) pairs, earliest    *)
-(* first, delays and deadlines alike.  qTimers is in seq order, so taking  *)
-(* its due ids time by time, each bucket in qTimers order, is the same     *)
-(* order.                                                                  *)
+(* The order of Machine.fire_due: the heap (Machine.due) pops (due, seq)   *)
+(* pairs, earliest first, delays and deadlines alike.  qTimers is in seq   *)
+(* order, so taking its due ids time by time, each bucket in qTimers       *)
+(* order, is the same order.                                               *)
 (***************************************************************************)
 RECURSIVE FromDue(_)
 FromDue(d) ==
@@ -198,8 +202,9 @@ FromDue(d) ==
 ExpiryOrder == FromDue(0)
 
 (***************************************************************************)
-(* BaseQueue._aim notifies the sweeper when a new deadline is earlier than the *)
-(* one it sleeps for (or it sleeps for none).                              *)
+(* The driver (BaseQueue._apply, from a step's Outcome.due) notifies the   *)
+(* sweeper when a new deadline is earlier than the one it sleeps for (or   *)
+(* it sleeps for none).                                                    *)
 (***************************************************************************)
 ArmNotifies(dl) == IF target = None \/ dl < target THEN 1 ELSE 0
 
@@ -215,7 +220,7 @@ SweepNotifies(k) ==
       [] OTHER                         -> k
 
 (***************************************************************************)
-(* BaseQueue._notify: while a send_batch waits on not_full, a notify of    *)
+(* Conditions.notify: while a send_batch waits on not_full, a notify of    *)
 (* not_full wakes every sender (one notify could reach the batch, which    *)
 (* cannot use one slot, while a single send that could sleeps on).  (The   *)
 (* implementation counts a batch sender from its wait until it holds the   *)
@@ -292,7 +297,7 @@ SetState(s) ==
     /\ visibleAt' = s.visibleAt
 
 (***************************************************************************)
-(* Release(s, i): Core.release(i), the data half: the state s with its     *)
+(* Release(s, i): Machine.release(rec, now), the data half: the state s    *)
 (* in-flight message i dead-lettered, or appended to the visible tail.     *)
 (* The only definition of the release in this module: RetryCS and          *)
 (* ChangeVisibilityCS apply it once, SweepCS folds it (FireAll).  The      *)
@@ -309,7 +314,7 @@ Release(s, i) ==
                  !.qVisible = IF dies THEN @ ELSE Append(@, i),
                  !.qDead = IF dies THEN Append(@, i) ELSE @]
 
-\* A delay firing (Core.fire_delay): the message joins the visible tail.
+\* A delay firing (Machine.fire_delay): the message joins the visible tail.
 FireDelay(s, i) ==
     [s EXCEPT !.qDelayed = Remove(@, i),
               !.qTimers = Remove(@, i),
@@ -317,7 +322,7 @@ FireDelay(s, i) ==
               !.qVisible = Append(@, i)]
 
 \* Fire each of ids in turn, the first one first: a left fold of FireDelay
-\* and Release, as BaseQueue._expire handles each entry it pops.
+\* and Release, as Machine.fire_round fires each timer Machine.due popped.
 RECURSIVE FireAll(_, _)
 FireAll(s, ids) ==
     IF ids = <<>> THEN s
@@ -325,7 +330,7 @@ FireAll(s, ids) ==
          IN FireAll(IF s.visibleAt[i] # None THEN FireDelay(s, i) ELSE Release(s, i), Tail(ids))
 
 \* The data halves of the other transitions, for the batches' folds.
-\* Sent: a send of <<id, delay>> (Core.add_delayed for a delay; the timer
+\* Sent: a send of <<id, delay>> (Machine.add_delayed for a delay; the timer
 \* takes the next seq).  Deliver: the head goes in flight, deadline dl.
 Sent(s, e) ==
     LET i == e[1]  d == e[2]
@@ -367,8 +372,8 @@ FirstDelay(b) ==
 \* How many messages a step from the current state to s made visible
 \* (re-queued, or a delay fired), how many it dead-lettered, how many it
 \* made DONE (for a release, a fold of releases and delays, a delete
-\* batch): the notifies of not_empty and not_full that Core.release,
-\* Core.fire_delay and Core.delete make.
+\* batch): the notifies of not_empty and not_full that Machine.release,
+\* Machine.fire_delay and Machine.finish report in their step's Outcome.
 Requeued(s) == Len(s.qVisible) - Len(qVisible)
 Died(s) == Len(s.qDead) - Len(qDead)
 Finished(s) == Cardinality(s.qDone) - Cardinality(qDone)
@@ -511,7 +516,7 @@ Timeout ==
 (*          THE CRITICAL SECTIONS: one per method of impl.Queue            *)
 (*                                                                         *)
 (* Each runs with the lock held (at[t] = "cs" implies lock = t) and ends   *)
-(* it: it either returns, with the notifies of impl/shell.py, or waits.    *)
+(* it: it either returns, with the notifies of impl/threaded.py, or waits. *)
 (***************************************************************************)
 
 (***************************************************************************)
@@ -697,13 +702,14 @@ CancelCS(p) ==
     /\ UNCHANGED <<target, clock, held, heldBatch>>
 
 (***************************************************************************)
-(* The sweeper's loop body (BaseQueue._sweep_round): fire every due timer in   *)
-(* ExpiryOrder, one after the other (the fold FireAll, as BaseQueue._expire):  *)
-(* a delay makes its message visible, a deadline releases -- each message  *)
-(* made visible notifies not_empty (a delay firing too), each dead one     *)
-(* notifies not_full, as Core.release and Core.fire_delay do -- then note  *)
-(* the earliest remaining timer as the target and wait on new_deadline     *)
-(* until then.  (Bug changes how many receivers are notified.)             *)
+(* The sweeper's loop body (BaseQueue._sweeper_round): fire every due      *)
+(* timer in ExpiryOrder, one after the other (the fold FireAll, as         *)
+(* Machine.fire_due does): a delay makes its message visible, a deadline   *)
+(* releases -- each message made visible notifies not_empty (a delay       *)
+(* firing too), each dead one notifies not_full, as Machine.release and    *)
+(* Machine.fire_delay report in the step's Outcome -- then note the        *)
+(* earliest remaining timer as the target and wait on new_deadline until   *)
+(* then.  (Bug changes how many receivers are notified.)                   *)
 (***************************************************************************)
 SweepCS ==
     /\ at[Sweeper] = "cs"

@@ -1,7 +1,8 @@
 ------------------------- MODULE ThreadedQueueFifo -------------------------
 (***************************************************************************)
-(* The threaded FIFO queue (impl/fifo.py, impl.FifoQueue), one level below *)
-(* QueueFifo: the group lock and the wake-ups.                             *)
+(* The threaded FIFO queue (impl/fifo.py, impl.FifoQueue: the threaded     *)
+(* driver of the FIFO queue machine, impl/fifo_machine.py), one level      *)
+(* below QueueFifo: the group lock and the wake-ups.                       *)
 (*                                                                         *)
 (* The machinery is ThreadedQueue's, cut down to what the group lock       *)
 (* touches: one lock, the wait sets not_empty, not_full and new_deadline,  *)
@@ -9,13 +10,15 @@
 (* receive, delete, retry or drop what they hold, and the sweeper.  What   *)
 (* is new is the receivers' predicate: a receive waits on not_empty until  *)
 (* some message is DELIVERABLE -- visible, in a group with no message in   *)
-(* flight (BaseQueue._wait_deliverable) -- so a visible message is no      *)
-(* longer enough, and every transition that unlocks a group with a visible *)
-(* message must wake a receiver (FifoCore.wake_group): a delete of the     *)
-(* group's in-flight message, a release, a death.  A release re-queues     *)
-(* the message to its place in send order (FifoCore.place).  Delays,       *)
-(* batches, cancel, purge and deduplication are left out: they are         *)
-(* QueueFifo's, and add no new wait here.                                  *)
+(* flight (FifoMachine.deliverable; the machine's receive answers          *)
+(* NOTHING until then) -- so a visible message is no longer enough, and    *)
+(* every transition that unlocks a group with a visible message must       *)
+(* wake a receiver (FifoMachine.left_flight, FifoMachine.wake_group): a    *)
+(* delete of the group's in-flight message, a release, a death.  A         *)
+(* release re-queues the message to its place in send order                *)
+(* (FifoMachine.requeue).  Delays, batches, cancel, purge and              *)
+(* deduplication are left out: they are QueueFifo's, and add no new wait   *)
+(* here.                                                                   *)
 (*                                                                         *)
 (* The constant Bug injects the FIFO lost wakeup:                          *)
 (*   "none"              impl/fifo.py as it is;                            *)
@@ -74,13 +77,13 @@ SetState(s) ==
     /\ qInFlight' = s.qInFlight /\ qDead' = s.qDead /\ qDone' = s.qDone
     /\ attempt' = s.attempt /\ deadline' = s.deadline
 
-\* The group lock and the receive scan (FifoCore.locked, first).
+\* The group lock and the receive scan (FifoMachine.locked, first).
 LockedIn(s, g) == \E j \in Range(s.qInFlight) : Group[j] = g
 Deliverable(s) == SelectSeq(s.qVisible, LAMBDA x : ~LockedIn(s, Group[x]))
 \* The unlocked groups with a visible message: each needs a receiver.
 OpenGroups(s) == {Group[i] : i \in Range(Deliverable(s))}
 
-\* Release (Core.release + FifoCore.place): dead-letter, or back to the
+\* Release (Machine.release + FifoMachine.requeue): dead-letter, or back to the
 \* visible messages at its place in send order.
 Release(s, i) ==
     IF attempt[i] >= MaxReceives
@@ -92,12 +95,13 @@ Release(s, i) ==
 RECURSIVE ReleaseAll(_, _)
 ReleaseAll(s, ids) == IF ids = <<>> THEN s ELSE ReleaseAll(Release(s, Head(ids)), Tail(ids))
 
-\* FifoCore.wake_group after a message of group g left flight in the step
+\* FifoMachine.wake_group after a message of group g left flight in the step
 \* to s: one receiver, if g is now unlocked with a visible message.
 WakeGroup(s, g) == IF g \in OpenGroups(s) THEN 1 ELSE 0
 
 \* How many receivers each transition notifies: one per re-queued message
-\* (Core.release), one per group a death or a delete unlocked.
+\* (Machine.release), one per group a death or a delete unlocked
+\* (FifoMachine.left_flight).
 Requeued(s) == Len(s.qVisible) - Len(qVisible)
 Died(s) == Len(s.qDead) - Len(qDead)
 DeathWakes(s) == Cardinality({g \in OpenGroups(s) :
@@ -211,7 +215,7 @@ ReceiveCS(c) ==
     /\ UNCHANGED <<target, clock>>
 
 \* delete: with a live receipt the message is DONE, a sender is notified,
-\* and -- FifoCore.wake_group -- a receiver, if the delete unlocked a
+\* and -- FifoMachine.left_flight -- a receiver, if the delete unlocked a
 \* group with a visible message.  Bug "delete_no_notify" forgets that.
 DeleteCS(c) ==
     /\ at[c] = "cs" /\ op[c] = "delete"

@@ -7,7 +7,7 @@
 (*                                                                         *)
 (* TraceQueue.tla checks the ORDER OF TRANSITIONS of a run against Queue;  *)
 (* this module checks the SYNCHRONISATION that produced them against the   *)
-(* threaded model, so that impl/shell.py and ThreadedQueue.tla cannot      *)
+(* threaded model, so that impl/threaded.py and ThreadedQueue.tla cannot   *)
 (* drift apart silently.  tla/threaded_trace.py turns a sequence of        *)
 (* ThreadEvent(thread, kind, detail) into the constant Trace and generates *)
 (* a module that EXTENDS this one.  One record per step of the model:      *)
