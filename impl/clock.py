@@ -9,7 +9,7 @@ lock, exactly as it would after a real timeout. A wait with no deadline is woken
 as on the real clock, so a transition that forgets to notify is not hidden by a clock tick. This
 module is the only place ``time.monotonic`` appears.
 
-For the asyncio shell (``impl/aio.py``), which waits on futures rather than conditions, a fake
+For the asyncio driver (``impl/aio.py``), which waits on futures rather than conditions, a fake
 clock also keeps callbacks: :meth:`FakeClock.call_at` registers one for a time, and
 :meth:`FakeClock.advance` runs every callback the new time has reached, so a loop timer armed
 on the fake clock fires when a test moves the time, not when real time passes. The heap of

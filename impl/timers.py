@@ -70,7 +70,7 @@ class Timer(NamedTuple):
 class Timers(list[Timer]):
     """A heap of :class:`Timer` entries, earliest first: a list kept in ``heapq`` order.
 
-    A list itself (not a wrapper of one) so that the hot path pays no method call: the core
+    A list itself (not a wrapper of one) so that the hot path pays no method call: the machine
     pushes with ``heapq.heappush(timers, timer)`` and counts with ``len(timers)``. Only the
     queue's core touches it, with the queue's lock held.
     """

@@ -15,7 +15,7 @@ point and every k-th call.
 The injectors themselves (the failing clock, sink and thread start) are
 :mod:`model_tests.faults`; the scenarios and the tests are ``test_faults.py``'s.
 
-The asyncio shell (``impl.AsyncQueue``) has its own section at the end: :class:`AioWorld` (the
+The asyncio driver (``impl.AsyncQueue``) has its own section at the end: :class:`AioWorld` (the
 queue behind a :class:`model_tests.targets.Blocking` facade on one event loop, its clock a
 :class:`FailingLoopClock` whose ``call_at``, the loop timer's arming, is a point too), a
 bystander that is a waiting task, and :func:`exercise_aio`, which also runs the loop timer's
@@ -93,7 +93,7 @@ OpName: TypeAlias = Literal[
     "cancel",
     "purge",
     "sweep",
-    # The async shell's loop timer firing its sweep round (exercise_aio only).
+    # The asyncio driver's loop timer firing its sweep round (exercise_aio only).
     "timer",
 ]
 RECEIPT_OPS: Final = frozenset({"delete", "retry", "change_visibility"})
@@ -387,7 +387,7 @@ def prepare(w: World, op: Op) -> Prepared:
                 w.advance(op.t, wake=False)
             run = q.sweep
         case "timer":
-            raise ValueError("the loop timer's round is the async shell's: see exercise_aio")
+            raise ValueError("the loop timer's round is the asyncio driver's: see exercise_aio")
     return Prepared(op, run, attempt, w.clock.inner.now(), receipts)
 
 
@@ -791,10 +791,10 @@ def check_move_faults(
 
 
 # =============================================================================================
-# The asyncio shell: impl.AsyncQueue on one event loop, a failing clock and trace sink
+# The asyncio driver: impl.AsyncQueue on one event loop, a failing clock and trace sink
 # =============================================================================================
 
-#: Where a fault is injected in the async shell: the k-th clock reading, the k-th arming of
+#: Where a fault is injected in the asyncio driver: the k-th clock reading, the k-th arming of
 #: the loop timer (``call_at`` on the injected clock), the k-th call of the trace sink. There is
 #: no thread to start and no ``wait``: a waiting task awaits a future.
 AioPoint: TypeAlias = Literal["now", "call_at", "sink"]
@@ -866,11 +866,8 @@ class AioWorld(World):
         return self.clock.fired or self.sink.fired
 
     def self_check(self) -> None:
-        """The inner shell queue's own check, when the async queue keeps one (``_q``)."""
-        inner = getattr(self.aq, "_q", None)
-        if inner is not None and callable(getattr(inner, "_check", None)):
-            with inner.mutex:
-                inner.machine.check()
+        """The queue machine's own check (``Machine.check``: its O(1) counts)."""
+        self.aq.machine.check()
 
     def settle(self) -> None:
         """No sweeper thread: the loop timer runs only inside a waking ``advance``."""

@@ -422,7 +422,7 @@ class QueueMachine(RuleBasedStateMachine):
     def heartbeats(self, ticket: LockstepReceipt, k: int, timeout: float) -> None:
         """A consumer's heartbeat loop: ``k`` change_visibility calls with one receipt, each
         an operation of its own. Enough of them leave more stale timer entries than live ones,
-        so the queue rebuilds its timer heap (``Core.compact``): the rule reaches the rebuild
+        so the queue rebuilds its timer heap (``Machine.compact``): the rule reaches the rebuild
         with whatever else is armed meanwhile (a delay, other deadlines)."""
         for _ in range(k):
             self.change_visibility(ticket, False, timeout)

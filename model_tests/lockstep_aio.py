@@ -1,4 +1,4 @@
-"""The lockstep machine for the asyncio shell: ``impl.AsyncQueue`` and ``impl.AsyncFifoQueue``
+"""The lockstep machine for the asyncio driver: ``impl.AsyncQueue`` and ``impl.AsyncFifoQueue``
 against the spec, as ``impl.Queue`` and ``impl.FifoQueue`` are.
 
 The rules, invariants and whole-state comparison are those of :mod:`model_tests.lockstep`
@@ -8,7 +8,7 @@ queue behind :class:`model_tests.targets.Blocking`, a facade that runs every cal
 on one event loop (:class:`model_tests.targets.LoopRunner`). The machine's calls are
 non-blocking (``block=False``), so each one is a single task step, as on the threaded queue.
 
-What changes with the shell:
+What changes with the driver:
 
 - Time. The async queue has no sweeper thread; its one loop timer is armed on the injected
   clock (``FakeClock.call_at``), and a callback due runs inside ``advance`` only. The machine's
@@ -17,7 +17,7 @@ What changes with the shell:
   nothing due). A quiet ``tick`` (``advance(dt, wake=False)``) runs no callback at all, so the
   window between a deadline and its sweep opens as with a descheduled sweeper thread, and
   there is no thread to settle first (``_settle_sweepers`` does nothing).
-- Two rules of its own, what only a shell with waiters has:
+- Two rules of its own, what only a driver with waiters has:
   ``receive_woken_by_send``: one or two receivers wait (a task each, ``block=True``, no
   timeout) on a queue with nothing deliverable; then the machine's own ``send`` rule runs; if
   the spec then delivers, the first waiter must have received exactly that delivery in its
@@ -145,7 +145,7 @@ class AioMachine(QueueMachine):
             "delay": 0.0,
         }
 
-    # -- the rules only a shell with waiters has ----------------------------------------------
+    # -- the rules only a driver with waiters has ---------------------------------------------
 
     def _waiting_pair(self, data: st.DataObject) -> int:
         quiet = [p for p in PAIRS if not _deliverable(self.states[p], self.now)]

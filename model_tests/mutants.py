@@ -60,10 +60,11 @@ Missed by the suite until the speed work's review: :class:`OneWakeSendBatchQueue
 send_batch wakes one receiver; the scheduler's ``batch_wakes_all``),
 :class:`CompactDropsDelaysQueue` (the timer heap's rebuild drops the delays; a lockstep witness).
 
-FIFO queues (contract section 2b): subclasses of ``impl.FifoQueue``, each overriding
-one of its hooks (``FifoQueue``'s docstring), kept apart in :data:`FIFO_MUTANTS` (their API is
-the FIFO one: the standard-queue checks do not apply); ``model_tests/tests/test_fifo_mutants.py``
-catches each by a named check: :class:`TailReleaseFifoQueue`, :class:`LockBlindFifoQueue`,
+FIFO queues (contract section 2b): subclasses of ``impl.FifoQueue``, each naming a machine that
+overrides one step of ``impl.fifo_machine.FifoMachine``, kept apart in :data:`FIFO_MUTANTS` (their
+API is the FIFO one: the standard-queue checks do not apply);
+``model_tests/tests/test_fifo_mutants.py`` catches each by a named check:
+:class:`TailReleaseFifoQueue`, :class:`LockBlindFifoQueue`,
 :class:`InterleavedBatchFifoQueue`, :class:`SlidingDedupFifoQueue`,
 :class:`RejectedDedupFifoQueue`, :class:`SilentUnlockFifoQueue`; and, from the speed work's review,
 :class:`PruneLiveDedupFifoQueue` (pruning drops live dedup records) and
@@ -119,7 +120,10 @@ def broken_parts(cls: type[Any]) -> list[tuple[type, str]]:
             parts.extend(
                 (k, a)
                 for a, v in vars(k).items()
-                if callable(v) and not a.startswith("__") and hasattr(base, a)
+                if callable(v)
+                and not isinstance(v, type)  # a class attribute naming a class, not a step
+                and not a.startswith("__")
+                and hasattr(base, a)
             )
 
     queue_base = next(b for b in (FifoQueue, Queue, AsyncQueue) if issubclass(cls, b))
@@ -908,10 +912,12 @@ class OneWakeSendBatchMachine(Machine[T]):
 class OneWakeSendBatchQueue(Queue[T]):
     """MUTANT: a ``send_batch`` wakes one blocked receiver, not one per message.
 
-    The bug: the batch's step reports one deliverable message, as a single send does (its
-    outcome's ``receivers`` is 1), so the driver notifies one waiter. Two receivers blocked on an empty queue, a batch of two arrives:
-    one receiver gets a message, the other sleeps on with a visible message in the queue (a
-    lost wakeup, in batches only; every state-based check passes: the state is right).
+    The bug: the batch's step reports one deliverable message, as a single send does (its outcome's
+    ``receivers`` is 1), so the driver notifies one waiter. Two receivers blocked on an empty queue,
+    a batch of two arrives: one receiver gets a message, the other sleeps on with a visible message
+    in the queue (a lost wakeup, in batches only; every state-based check passes: the state is
+    right).
+
 
     Why the checks see it: the controlled scheduler's ``batch_wakes_all`` program
     (``test_schedule_finds_every_concurrency_mutant``) reports a LOST WAKEUP with no

@@ -805,7 +805,7 @@ A = TypeVar("A")
 
 def async_class(*, fifo: bool) -> Any:
     """``impl.AsyncFifoQueue`` or ``impl.AsyncQueue``; ``None`` while ``impl`` has no asyncio
-    shell (the tests of its targets are skipped then)."""
+    driver (the tests of its targets are skipped then)."""
     return vars(impl).get("AsyncFifoQueue" if fifo else "AsyncQueue")
 
 

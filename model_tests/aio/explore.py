@@ -21,8 +21,9 @@ Checks, after every step (the first failure ends the run):
 
 - CRASH: an exception escaped a loop callback (``loop.errors``) or a task died of one that is
   no queue result;
-- ``OneState``: ``Core.check`` of the queue's core, and every invariant of ``spec/invariants.py``
-  on the snapshot projected to a spec state (and the step halves between two snapshots);
+- ``OneState``: ``Machine.check`` of the queue's machine, and every invariant of
+  ``spec/invariants.py`` on the snapshot projected to a spec state (and the step halves between
+  two snapshots);
 - ``NothingLost``: every id whose send returned is in the queue, in one state
   (``model_tests.system_checks.nothing_lost``);
 - ``HeldDeliveries``: every in-flight message's current delivery ``(id, attempt)`` was returned
@@ -141,7 +142,7 @@ def queue_classes() -> dict[str, type[Any]]:
     from model_tests.aio.mutants import MUTANTS
 
     if not hasattr(impl, "AsyncQueue"):
-        raise RuntimeError("impl has no AsyncQueue: the asyncio shell is not in this checkout")
+        raise RuntimeError("impl has no AsyncQueue: the asyncio driver is not in this checkout")
     real = {name: getattr(impl, name) for name in ("AsyncQueue", "AsyncFifoQueue")}
     return {**real, **MUTANTS}
 

@@ -117,11 +117,11 @@ class LThread:
 def _where(depth: int = 2) -> str:
     """``file:line`` of the first frame outside this package's primitives."""
     f: FrameType | None = sys._getframe(depth)
-    # Past the primitives, and past the shell's _wait (every wait goes through it): the line
-    # of the wait loop that called it says more.
+    # Past the primitives, and past the driver's Conditions.wait (every wait goes through it):
+    # the line of the wait loop that called it says more.
     while f is not None and (
         f.f_code.co_filename in _OWN_FILES
-        or (f.f_code.co_name == "_wait" and f.f_code.co_filename.endswith("shell.py"))
+        or (f.f_code.co_name == "wait" and f.f_code.co_filename.endswith("threaded.py"))
     ):
         f = f.f_back
     if f is None:

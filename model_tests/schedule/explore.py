@@ -14,7 +14,7 @@ checks the run (:func:`judge`):
   receiver beside a deliverable message, a sender beside room (not shut down), the sweeper
   beside a due timer. (A waiter with a deadline still to come counts too: it would get what it
   waits for only when its timeout fires, late.)
-- INVARIANT: ``Queue._check`` or an invariant of ``spec/invariants.py`` fails on the final state
+- INVARIANT: ``Machine.check`` or an invariant of ``spec/invariants.py`` fails on the final state
   (the snapshot projected to a spec state, ``model_tests.projection.to_state``);
 - NOT LINEARIZABLE: the history (every call and return, with results; the clock driver's
   ``advance`` steps included) has no sequential explanation in the spec
@@ -376,7 +376,7 @@ def judge(
         q.machine.check()
         snap = q.snapshot()
     except AssertionError as e:
-        return Failure("INVARIANT", f"Queue._check: {e}")
+        return Failure("INVARIANT", f"Machine.check: {e}")
     state = to_state(snap, config_of(program), 0)
     if program.fifo:
         state = _fifo_gone(state, history)

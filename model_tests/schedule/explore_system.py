@@ -262,7 +262,7 @@ def judge_system(
         for q in queues.values():
             q.machine.check()
     except AssertionError as e:
-        return Failure("INVARIANT", f"Queue._check: {e}")
+        return Failure("INVARIANT", f"Machine.check: {e}")
     ordered = [queues[n] for n in NAMES]
     accepted = [args[0] for _, _, op, args, v in returns if op == "send" and v == args[0]]
     for reason in (

@@ -21,7 +21,7 @@ import pytest
 import impl
 
 if not hasattr(impl, "AsyncQueue"):
-    pytest.skip("impl has no asyncio shell yet", allow_module_level=True)
+    pytest.skip("impl has no asyncio driver yet", allow_module_level=True)
 
 from model_tests.aio.__main__ import main
 from model_tests.aio.explore import decode, encode, explore, forced, queue_classes, run_once

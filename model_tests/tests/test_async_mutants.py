@@ -1,4 +1,4 @@
-"""The asyncio shell's mutants of the catalogue (``model_tests.mutants.ASYNC_MUTANTS``), each
+"""The asyncio driver's mutants of the catalogue (``model_tests.mutants.ASYNC_MUTANTS``), each
 caught by a named check, and ``impl.AsyncQueue`` passing every one of those checks.
 
 - ``waiter_compaction_keeps_the_live_waiters``: a deterministic race on one event loop (no

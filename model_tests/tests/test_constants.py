@@ -5,7 +5,7 @@ The contract's limits and defaults are numbers each layer needs without importin
 ``tla/``). So each layer defines each once, and this test holds them equal:
 
 - ``MAX_BATCH``, the most entries of a batch (contract section 2, SQS's 10): ``spec.MAX_BATCH``
-  (``spec/transitions.py``), ``impl``'s (``impl/queue.py``, and ``impl/core.py`` where it is
+  (``spec/transitions.py``), ``impl``'s (``impl/queue.py``, and ``impl/machine.py`` where it is
   defined), the harness's (``model_tests/scenario_format.py``), the TLA+ layer's
   (``tla/trace.py``) and the bound of ``tla/Queue.tla``'s ``ASSUME MaxBatch \\in 1..10``, with
   every model's ``MaxBatch`` within it;

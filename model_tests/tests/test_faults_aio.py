@@ -1,4 +1,4 @@
-"""Fault injection on the asyncio shell: every call of ``impl.AsyncQueue``, and the loop
+"""Fault injection on the asyncio driver: every call of ``impl.AsyncQueue``, and the loop
 timer's own sweep round, takes full effect or none when the clock or the trace sink fails.
 
 The promise is the threaded queue's (``docs/failure-model.md``; ``test_faults.py``): whatever
@@ -50,7 +50,7 @@ from model_tests.fault_matrix import (
 from model_tests.faults import InjectedFault
 from model_tests.tests.test_faults import A_RECEIVED, CASES, Case, case, receive, send
 
-#: The threaded points a call reaches that the async shell has too ("start", a sweeper
+#: The threaded points a call reaches that the asyncio driver has too ("start", a sweeper
 #: thread's start, has no counterpart: the timer is armed on the clock instead).
 SHARED_POINTS: Final[tuple[AioPoint, ...]] = ("now", "sink")
 

@@ -27,7 +27,9 @@ from model_tests.scenario_format import parse_line
 from model_tests.scenarios import scenarios, system_scenarios
 from model_tests.targets import TARGETS, AioTarget, async_class, run_scenario
 
-pytestmark = pytest.mark.skipif(async_class(fifo=False) is None, reason="impl has no asyncio shell")
+pytestmark = pytest.mark.skipif(
+    async_class(fifo=False) is None, reason="impl has no asyncio driver"
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = Path(__file__).resolve().parent / "data"

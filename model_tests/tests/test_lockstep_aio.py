@@ -1,9 +1,9 @@
-"""Lockstep model-based test of the asyncio shell: ``impl.AsyncQueue`` and
+"""Lockstep model-based test of the asyncio driver: ``impl.AsyncQueue`` and
 ``impl.AsyncFifoQueue`` against the spec (:mod:`model_tests.lockstep_aio`).
 
 The machines are the threaded ones' (every rule, invariant and whole-state comparison) with
 each queue behind a facade that runs each call to completion on one event loop, plus the two
-rules only a shell with waiters has: receivers woken by a send (the first one, or after a
+rules only a driver with waiters has: receivers woken by a send (the first one, or after a
 cancelled woken first one passes its wakeup on, the second) and a cancelled waiting receive.
 They run under the ``lockstep`` settings profile with fewer examples than the threaded
 machines' (the rules are the same; ``LOCKSTEP_EXAMPLES`` still sets a longer hunt). Below, the
@@ -25,7 +25,9 @@ from model_tests.lockstep import LockstepReceipt
 from model_tests.lockstep_aio import AioFifoMachine, AioMachine
 from model_tests.targets import async_class
 
-pytestmark = pytest.mark.skipif(async_class(fifo=False) is None, reason="impl has no asyncio shell")
+pytestmark = pytest.mark.skipif(
+    async_class(fifo=False) is None, reason="impl has no asyncio driver"
+)
 
 #: The threaded machines run the same rules 200 times; here fewer keeps the default run short.
 AIO_LOCKSTEP = settings(
@@ -124,7 +126,7 @@ def test_a_cancelled_waiting_receive_changes_nothing(machine: AioMachine) -> Non
 
 
 def test_a_quiet_tick_leaves_the_loop_timer_unfired_until_the_sweep(machine: AioMachine) -> None:
-    """The window between a deadline and its sweep, on the async shell: the delivery's loop
+    """The window between a deadline and its sweep, on the asyncio driver: the delivery's loop
     timer is armed, the quiet tick passes its time, and only the sweep releases it."""
     machine.send(pair=0, id="a", body="x", delay=0.0)
     machine.receive(data=_Draws(1, 0), vt="default")

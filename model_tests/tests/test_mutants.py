@@ -652,7 +652,6 @@ def test_every_mutant_in_the_catalogue_is_caught_and_documented() -> None:
         assert issubclass(cls, Queue) and cls is not Queue
 
 
-#: The shell seams ``impl/shell.py`` names for the catalogue: ``_name(...)``.
 #: The most lines a mutant's broken step may have, docstring and comments included.
 HOOK_LINES: Final = 15
 

@@ -91,9 +91,9 @@ def test_q1_duplicate_race_step_by_step() -> None:
         assert in_flight(q) == {"a": 1}  # ... but nothing happens until the sweeper runs
 
         # State 5, Sweep. THIS is the line at which A's receipt becomes stale: expiry *releases*
-        # the message (impl/core.py, Core.release: it leaves in_flight and is appended to the
+        # the message (impl/machine.py, Machine.release: it leaves in_flight and is appended to the
         # visible tail, attempt kept), and a receipt is live only while its message is in
-        # flight with exactly that attempt (Core.live; Live(r) in tla/Queue.tla).
+        # flight with exactly that attempt (Machine.live; Live(r) in tla/Queue.tla).
         q.sweep()
         assert in_flight(q) == {} and visible(q) == [("a", 1)]
 
@@ -103,7 +103,7 @@ def test_q1_duplicate_race_step_by_step() -> None:
         before = q.snapshot()
         # State 7, Finish(c1): A did the work and deletes with its stale receipt. What stops
         # it from harming B: the receipt names the delivery (queue, id, attempt), not the
-        # message; Core.live finds attempt 2 in flight, not 1, so delete returns False and
+        # message; the machine finds attempt 2 in flight, not 1, so delete returns False and
         # changes nothing. B's delivery is untouched.
         assert q.delete(a.receipt) is False
         assert q.snapshot() == before
@@ -304,8 +304,8 @@ def _release_by(how: str, q: Queue[str], clock: FakeClock, m: Message[str]) -> N
 @pytest.mark.parametrize("how", ["expire", "retry", "change_visibility(0)"])
 def test_q4_dead_lettering_happens_in_release_and_attempt_is_the_count(how: str) -> None:
     # The policy lives in ONE place per layer: *release* (spec/transitions.py: release and
-    # dead_letters_on_release; impl/core.py: Core.release and Core.dies; tla/Queue.tla: Release
-    # and Dies).
+    # dead_letters_on_release; impl/machine.py: Machine.release and Machine.dies;
+    # tla/Queue.tla: Release and Dies).
     # Retry and change_visibility(0) release their one message; expiry releases each due message
     # with the same release rule (in TLA+, Expire is a fold of Release over the due messages, in
     # expiry order, as Retry is Release of one). The count is the message's
