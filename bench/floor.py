@@ -9,11 +9,15 @@ from one run, not with estimates:
   argument checks, no invariant self-check, no trace, no shutdown, no sweeper, plain tuples for
   messages and receipts. It is not a queue anyone should use (a bad argument corrupts it); it
   is the floor under what ``impl.Queue`` must do per message.
+- :class:`ObligedQueue` is the floor plus what the contract obliges every implementation to
+  do (argument checks, the injected clock, an ``RLock``, ``Message`` and ``Receipt`` values,
+  ``impl.Entry`` batches): its rate over the floor's bounds what any design can reach.
 - The cycle (send, receive with a timeout, delete; visibility timeout of an hour) of
-  ``queue.Queue``, the floor and ``impl.Queue``: in one thread (the work itself), and pinned to
-  one CPU (``bench.cycle.one_cpu``) with one producer and one consumer, with four of each, and
-  with four of each in batches of ten (``queue.Queue`` one message at a time, as the batch
-  baseline of ``python -m bench``), each as a ratio to ``queue.Queue`` in the same run.
+  ``queue.Queue``, the floor, the obliged floor and ``impl.Queue``: in one thread (the work
+  itself), and pinned to one CPU (``bench.cycle.one_cpu``) with one producer and one consumer,
+  with four of each, and with four of each in batches of ten (``queue.Queue`` one message at
+  a time, as the batch baseline of ``python -m bench``), each as a ratio to ``queue.Queue``
+  in the same run.
 - Bytes per in-flight message of the floor and of ``impl.Queue`` (``tracemalloc``), and
   ``impl.Queue``'s bytes taken apart object by object (``sys.getsizeof`` of the parts one
   in-flight message holds; containers at their measured per-entry cost).
@@ -145,8 +149,7 @@ class FloorQueue:
             self.accepted.update(ids)
             for id, body in zip(ids, bodies, strict=True):
                 self.visible[id] = FloorRecord(id, body)
-            for _ in ids:
-                self.not_empty.notify()
+            self.not_empty.notify(len(ids))  # a waiter per message, as one wake each
             return ids
 
     def receive_batch(self, n: int, timeout: float) -> list[tuple[str, str, int, tuple[str, int]]]:
@@ -273,7 +276,7 @@ class ObligedQueue(FloorQueue):
             for id, e in zip(ids, entries, strict=True):
                 self.visible[id] = FloorRecord(id, e.body)
             if self.waiting:
-                self.not_empty.notify_all()
+                self.not_empty.notify(len(ids))
             return ids
 
     def receive_messages(self, n: int, timeout: float) -> list[Message[str]]:

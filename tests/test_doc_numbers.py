@@ -252,12 +252,16 @@ def test_benchmarks_md_quotes_the_targets_and_what_bounds_them_from_the_recorded
     text = (DOCS / "benchmarks.md").read_text()
     keys = {m.group(2) for m in docnumbers.MARK.finditer(text)}
     assert {f"target.{key}" for key in TARGETS} <= keys
-    for key in ("cycle_1x1_vs_queue", "cycle_4x4_one_cpu_vs_queue", "batch_4x4_one_cpu_vs_queue"):
+    for key in ("cycle_4x4_vs_queue", "cycle_1x1_one_cpu_vs_floor", "batch_4x4_one_cpu_vs_floor"):
         assert f"bench.{key}.ratio" in keys
     assert "bench.memory_in_flight.value" in keys
     for run in ("1x1", "4x4", "batch"):
-        assert {f"floor.{run}.floor.ratio", f"floor.{run}.impl_floor"} <= keys
-    assert {"floor.memory.floor", "floor.parts.sum", "floor.profile.check"} <= keys
+        assert {
+            f"floor.{run}.floor.ratio",
+            f"floor.{run}.impl_floor",
+            f"floor.{run}.obliged_floor",
+        } <= keys
+    assert {"floor.memory.floor", "floor.parts.sum", "floor.profile.receive_now"} <= keys
     blocks = {m.group(1) for m in docnumbers.BLOCK.finditer(text)}
     assert {"bench-run", "file floor.txt", "file icount.txt", "file leak.txt"} <= blocks
 
@@ -268,11 +272,13 @@ def test_the_floor_run_printed_what_its_record_holds() -> None:
     known = docnumbers.facts()
     for run in docnumbers.FLOOR_RUNS:
         assert f"impl.Queue / floor: {known[f'floor.{run}.impl_floor']}" in printed, run
-        for system in ("floor", "impl"):
+        assert f"obliged floor / floor: {known[f'floor.{run}.obliged_floor']}" in printed, run
+        for system in ("floor", "obliged", "impl"):
             assert f"{known[f'floor.{run}.{system}.ratio']}x queue.Queue" in printed, run
     assert f"floor          {known['floor.memory.floor']} B" in printed
     assert f"{known['floor.parts.sum']} B  sum of the parts" in printed
-    assert f"{known['floor.profile.check']}%  impl/core.py:check" in printed
+    share = known["floor.profile.receive_now"]
+    assert f"{share}%  impl/fast_machine.py:receive_now" in printed
 
 
 def test_benchmark_facts_are_the_report_s_rounding(tmp_path: Path) -> None:

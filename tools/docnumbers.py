@@ -366,7 +366,8 @@ def _figure(value: float) -> str:
 
 def bench_facts(record: dict[str, Any]) -> dict[str, str]:
     """The facts of a recorded ``python -m bench --json`` run: each measured row's value,
-    baseline and ratio; the run's repeat, seconds and load; ``bench.convoy.impl`` and
+    baseline and ratio, and each judged row's verdict (``PASS``, ``FAIL``, ``-`` if skipped);
+    the run's repeat, seconds and load; ``bench.convoy.impl`` and
     ``bench.convoy.queue``, how many times faster each queue ran at 4/4 threads pinned to one
     CPU than on every CPU (one decimal)."""
     out = {
@@ -381,6 +382,10 @@ def bench_facts(record: dict[str, Any]) -> dict[str, str]:
         if not row["skipped"]:
             for field in ("value", "baseline", "ratio"):
                 out[f"bench.{key}.{field}"] = _figure(row[field])
+        if row.get("target"):
+            # The run's own verdict, so a page never types PASS or FAIL by hand.
+            passed = row.get("passed")
+            out[f"bench.{key}.verdict"] = "-" if passed is None else "PASS" if passed else "FAIL"
     two, one = rows["cycle_4x4_vs_queue"], rows["cycle_4x4_one_cpu_vs_queue"]
     out["bench.convoy.impl"] = f"{one['value'] / two['value']:.1f}"
     out["bench.convoy.queue"] = f"{one['baseline'] / two['baseline']:.1f}"
@@ -408,7 +413,12 @@ FLOOR_RUNS: Final = {
     "4x4": "one_cpu_4x4",
     "batch": "one_cpu_4x4_batch",
 }
-FLOOR_SYSTEMS: Final = {"queue": "queue.Queue", "floor": "floor", "impl": "impl.Queue"}
+FLOOR_SYSTEMS: Final = {
+    "queue": "queue.Queue",
+    "floor": "floor",
+    "obliged": "obliged floor",
+    "impl": "impl.Queue",
+}
 
 
 #: How cProfile names a builtin function of the ``builtins`` module.
@@ -419,7 +429,8 @@ def floor_facts(record: dict[str, Any]) -> dict[str, str]:
     """The facts of a recorded ``python -m bench.floor --json`` run, rounded as it prints them:
     ``floor.RUN.SYSTEM`` (cycles or messages per second) and ``floor.RUN.SYSTEM.ratio`` (to
     ``queue.Queue``, two decimals) for RUN in ``one_thread``, ``1x1``, ``4x4``, ``batch`` and
-    SYSTEM in ``queue``, ``floor``, ``impl``; ``floor.RUN.impl_floor``; ``floor.memory.floor``,
+    SYSTEM in ``queue``, ``floor``, ``obliged``, ``impl``; ``floor.RUN.impl_floor`` and
+    ``floor.RUN.obliged_floor`` (each over the floor's figure); ``floor.memory.floor``,
     ``floor.memory.impl``, ``floor.part.NAME`` (bytes, one decimal: ``record``, ``receipt``,
     ``timer``, ``id``, ...) and ``floor.parts.sum``; ``floor.profile.FUNCTION``, the percent
     of own time of each ``impl/`` function profiled (``floor.profile.builtin.NAME`` of a
@@ -431,6 +442,7 @@ def floor_facts(record: dict[str, Any]) -> dict[str, str]:
             out[f"floor.{short}.{system}"] = f"{rates[full]:.0f}"
             out[f"floor.{short}.{system}.ratio"] = f"{rates[full] / rates['queue.Queue']:.2f}"
         out[f"floor.{short}.impl_floor"] = f"{rates['impl.Queue'] / rates['floor']:.2f}"
+        out[f"floor.{short}.obliged_floor"] = f"{rates['obliged floor'] / rates['floor']:.2f}"
     out["floor.memory.floor"] = f"{record['memory']['floor']:.1f}"
     out["floor.memory.impl"] = f"{record['memory']['impl.Queue']:.1f}"
     parts: dict[str, float] = record["impl_parts"]
@@ -441,7 +453,7 @@ def floor_facts(record: dict[str, Any]) -> dict[str, str]:
         if function.startswith("impl/"):
             out[f"floor.profile.{function.rpartition(':')[2]}"] = f"{100 * share:.1f}"
         elif function.startswith(BUILTIN):
-            # A builtin's own time (``len``: mostly ``Core.check``'s counts) as
+            # A builtin's own time (``len``, ``time.monotonic``) as
             # ``floor.profile.builtin.NAME``.
             name = function.removeprefix(BUILTIN).rstrip(">")
             out[f"floor.profile.builtin.{name}"] = f"{100 * share:.1f}"
