@@ -254,7 +254,7 @@ def test_benchmarks_md_quotes_the_targets_and_what_bounds_them_from_the_recorded
     assert {f"target.{key}" for key in TARGETS} <= keys
     for key in ("cycle_4x4_vs_queue", "cycle_1x1_one_cpu_vs_floor", "batch_4x4_one_cpu_vs_floor"):
         assert f"bench.{key}.ratio" in keys
-    assert "bench.memory_in_flight.value" in keys
+    assert "bench.memory_in_flight_vs_floor.value" in keys
     for run in ("1x1", "4x4", "batch"):
         assert {
             f"floor.{run}.floor.ratio",
