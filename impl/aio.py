@@ -214,6 +214,7 @@ class _AsyncBase(Generic[T]):
         self.conditions = self.conditions_class()
         self._closed = False
         self._trace: Callable[[TraceStep], None] | None = None
+        self._sweeps: Callable[[float], None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread: int | None = None
         # The one loop timer: its due time and handle (None: none armed); whether it is alive
@@ -557,8 +558,17 @@ class _AsyncBase(Generic[T]):
 
     def _fire_due(self, now: float) -> None:
         m = self.machine
+        if self._sweeps is not None and m.due_now(now):
+            self._sweeps(now)
         while (out := m.fire_due(now)) is not None:
             self._apply(out)
+
+    def record_sweeps(self, sink: Callable[[float], None] | None) -> None:
+        """As :meth:`impl.Queue.record_sweeps`: ``sink(now)`` once per round of the loop timer
+        (or :meth:`sweep`) that fires anything."""
+        if sink is not None:
+            check_callable("sink", sink)
+        self._sweeps = sink
 
     # -- the trace, observation -----------------------------------------------------------------
 

@@ -1037,6 +1037,15 @@ class Machine(Generic[T]):
             return None
         return rec if rec.deadline == timer.due else None
 
+    def due_now(self, now: float) -> bool:
+        """Whether :meth:`fire_due` at ``now`` takes a step: a timer is due, or a redrive's
+        moves are under way. (It drops stale heap entries, as :meth:`next_due` does.)"""
+        system = self.system
+        if system is not None and system.ticking(self):
+            return True
+        first = self.next_due()
+        return first is not None and first <= now
+
     def next_due(self) -> float | None:
         """The earliest current timer's due time (``None``: none), dropping stale entries from
         the top of the heap: when the sweeper must next run."""

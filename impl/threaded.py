@@ -235,6 +235,7 @@ class BaseQueue(Generic[T]):
         # Where record_trace sends each transition, and the thread now inside that sink (a
         # call back into the queue from the sink is refused).
         self._trace: Callable[[TraceStep], None] | None = None
+        self._sweeps: Callable[[float], None] | None = None
         self._sink_thread: int | None = None
 
     def _new_machine(
@@ -746,10 +747,27 @@ class BaseQueue(Generic[T]):
                 lock.release()
 
     def _fire_due(self, now: float) -> None:
-        """The sweep's loop (every lock it needs held): each due step, then its effects."""
+        """The sweep's loop (every lock it needs held): each due step, then its effects; first
+        the sweep sink hears of a sweep that will fire something."""
         m = self.machine
+        if self._sweeps is not None and m.due_now(now):
+            self._sweeps(now)
         while (out := m.fire_due(now)) is not None:
             self._apply(out)
+
+    def record_sweeps(self, sink: Callable[[float], None] | None) -> None:
+        """From now on call ``sink(now)`` once per sweep that fires anything (a round of the
+        sweeper thread, or :meth:`sweep`), ``now`` being the sweep's time, inside it: what a
+        write-ahead journal needs to replay a run, since the moment a sweep runs is the one
+        input of the queue that no operation carries (``sqs_endpoint/journal.py``). It is
+        called before the sweep's first step: a sink that raises vetoes the sweep (nothing of
+        it happens; the sweeper retries as after any failed round). The sink must be quick and
+        must not call the queue. ``None`` stops. ``TypeError`` if ``sink`` is neither callable
+        nor ``None``."""
+        if sink is not None:
+            check_callable("sink", sink)
+        with self.mutex:
+            self._sweeps = sink
 
     def _hold_for_sweep(self) -> list[threading.RLock]:
         """Take every lock a sweep needs (``Machine.sweep_queues``, in lock order); if the set

@@ -24,6 +24,7 @@ from sqs_endpoint.http import (
     DEFAULT_MAX_CONNECTIONS,
     check_limits,
 )
+from sqs_endpoint.journal import DataFileError
 
 
 def _loopback(host: str) -> bool:
@@ -78,6 +79,21 @@ def parser() -> argparse.ArgumentParser:
         type=pathlib.Path,
         metavar="DIR",
         help="directory to record every queue's trace in",
+    )
+    p.add_argument(
+        "--data",
+        type=pathlib.Path,
+        metavar="FILE",
+        help="keep the queues in FILE (SQLite; created if missing): every answered operation "
+        "is written first, and a restart on the same file carries on from it (default: in "
+        "memory, gone when the endpoint stops)",
+    )
+    p.add_argument(
+        "--data-sync",
+        choices=("full", "normal"),
+        default="full",
+        help="full (default): an answered operation survives a power cut; normal: a crash of "
+        "the endpoint's process (faster)",
     )
     p.add_argument(
         "--idle-timeout",
@@ -188,11 +204,13 @@ def main(argv: list[str] | None = None) -> int:
             clock=args.clock,
             config=args.config,
             record=args.record,
+            data=args.data,
+            data_sync=args.data_sync,
             idle_timeout=args.idle_timeout,
             header_timeout=args.header_timeout,
             max_connections=args.max_connections,
         )
-    except ConfigError as e:
+    except (ConfigError, DataFileError) as e:
         print(f"{name}: {e}", file=sys.stderr)
         return 2
     except OSError as e:
@@ -219,6 +237,12 @@ def main(argv: list[str] | None = None) -> int:
             "no credentials or signatures are checked; Ctrl-C stops it",
             flush=True,
         )
+        if args.data is not None:
+            print(
+                f"data: {args.data} ({endpoint.recovered} journal entries replayed; "
+                f"sync {args.data_sync}); the clock resumed at {endpoint.now():g}",
+                flush=True,
+            )
         stop.wait()
     except KeyboardInterrupt:
         pass

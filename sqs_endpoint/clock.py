@@ -53,12 +53,23 @@ class ServerClock:
     ``mode``: ``"real"`` starts it running, ``"fake"`` frozen. ``start`` is its first reading.
     """
 
-    def __init__(self, mode: Mode = "real", *, start: float = 0.0) -> None:
+    def __init__(self, mode: Mode = "real", *, start: float = 0.0, pinned: bool = False) -> None:
         if mode not in ("real", "fake"):
             raise ValueError(f"mode must be 'real' or 'fake', got {mode!r}")
         if not is_number(start):
             raise TypeError(f"start must be a number, got {type(start).__name__}")
+        if pinned is not True and pinned is not False:
+            raise TypeError(f"pinned must be a bool, got {type(pinned).__name__}")
         self.mode: Mode = mode
+        # Pinned (a durable endpoint's clock): on the attached loop's thread every reading
+        # within one turn of the loop is the turn's first, so each operation, which runs
+        # within one turn, sees one time, the time its journal entry records and its replay
+        # sets (sqs_endpoint/journal.py). Unpinned at the next turn, and by any change of
+        # course.
+        self._pinning = pinned
+        self._pin: float | None = None
+        # Told after every change of course (advance, freeze, run): a journal keeps the time.
+        self._listeners: list[Callable[[], None]] = []
         self._real = MonotonicClock().now
         # The time is _base while frozen, else _base + (real now - _real_base).
         self._base = to_finite("start", start)
@@ -85,9 +96,36 @@ class ServerClock:
         return self._base + (self._real() - self._real_base)
 
     def now(self) -> float:
-        """The current time in seconds; never decreases."""
+        """The current time in seconds; never decreases. On a pinned clock, read on its
+        loop's thread: the same reading for the rest of the loop's turn."""
+        if self._pinning and threading.get_ident() == self._loop_thread:
+            pin = self._pin
+            if pin is None:
+                loop = self._loop
+                with self._lock:
+                    pin = self._pin = self._now_locked()
+                if loop is not None:
+                    loop.call_soon(self._unpin)
+            return pin
         with self._lock:
             return self._now_locked()
+
+    def _unpin(self) -> None:
+        self._pin = None
+
+    def replay_to(self, t: float) -> None:
+        """Set a frozen clock to ``t`` (not before its time) without running the callbacks
+        that ``t`` reaches: a journal's replay moves the time to each entry's and fires the
+        sweeps the journal recorded, no others. ``RuntimeError`` if the clock runs,
+        ``ValueError`` if ``t`` is before its time or not finite."""
+        t = to_finite("t", t)
+        with self._lock:
+            if not self._frozen:
+                raise RuntimeError("replay_to needs a frozen clock")
+            if t < self._base:
+                raise ValueError(f"t must not be before the clock's time {self._base!r}, got {t!r}")
+            self._base = t
+            self._pin = None
 
     @property
     def frozen(self) -> bool:
@@ -145,6 +183,7 @@ class ServerClock:
         # After any change of course: wake the timed waits (each re-checks its deadline, and a
         # wait on a running clock re-computes its real timeout), run what is due, re-aim.
         with self._lock:
+            self._pin = None
             conds = [
                 cond
                 for cond, deadlines in self._waiting.items()
@@ -157,6 +196,16 @@ class ServerClock:
         # Forced: a timer aimed at the same due time was computed for the old course (an
         # advance brings it nearer in real time, a run restarts it).
         self._reaim(force=True)
+        for listener in list(self._listeners):
+            listener()
+
+    def on_change(self, listener: Callable[[], None]) -> None:
+        """Call ``listener()`` after every change of course (:meth:`advance`, :meth:`freeze`,
+        :meth:`run`), once its callbacks have run: a durable endpoint's journal keeps the
+        time it moved to. ``TypeError`` if ``listener`` is not callable."""
+        if not callable(listener):
+            raise TypeError(f"listener must be callable, got {type(listener).__name__}")
+        self._listeners.append(listener)
 
     # -- callbacks --------------------------------------------------------------------------------
 

@@ -31,6 +31,7 @@ import concurrent.futures
 import logging
 import pathlib
 import threading
+import time
 import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -50,6 +51,7 @@ from sqs_endpoint.http import (
     HttpServer,
     check_limits,
 )
+from sqs_endpoint.journal import Journal, Sync
 from sqs_endpoint.service import Service
 
 __all__ = [
@@ -176,9 +178,13 @@ def load_config(source: str | pathlib.Path | Mapping[str, Any]) -> list[QueueSpe
     return specs
 
 
-def _default_service(record: pathlib.Path | None) -> ServiceFactory:
+def _default_service(
+    record: pathlib.Path | None, data: pathlib.Path | None = None, sync: Sync = "full"
+) -> ServiceFactory:
     def build(clock: ServerClock) -> EndpointService:
-        service: EndpointService = Service(clock, record=record)
+        # The data file is opened here, on the loop, so a start that fails on it fails serve().
+        journal = None if data is None else Journal(data, sync=sync)
+        service: EndpointService = Service(clock, record=record, journal=journal)
         return service
 
     return build
@@ -206,8 +212,13 @@ class Endpoint:
         service: ServiceFactory,
         max_body: int,
         limits: Limits | None = None,
+        durable: bool = False,
     ) -> None:
-        self.clock = ServerClock(clock)
+        # A durable endpoint's clock starts frozen at 0, for the replay of its journal, and is
+        # pinned (one reading per turn of the loop: an operation's entry has one time).
+        self.clock = ServerClock("fake" if durable else clock, pinned=durable)
+        self._mode = clock
+        self._durable = durable
         self._bind = (host, port)
         self._config = config
         self._factory = service
@@ -219,6 +230,8 @@ class Endpoint:
         self._http: HttpServer | None = None
         self._service: EndpointService | None = None
         self._closed = False
+        #: How many journal entries a durable endpoint's start replayed (0: a new data file).
+        self.recovered = 0
         self._lock = threading.Lock()
         self.host = host
         self.port = port
@@ -353,6 +366,9 @@ class Endpoint:
         self.clock.attach(loop)
         service = self._factory(self.clock)
         self._service = service
+        if self._durable:
+            assert isinstance(service, Service)
+            await self._recover(service)
         app = App(service, control=Control(self.clock, service.queues))
         self._http = HttpServer(
             app.handle,
@@ -370,15 +386,70 @@ class Endpoint:
             except SqsError as e:
                 raise ConfigError(f"{spec.origin} ({spec.name!r}): {e.code}: {e.message}") from None
 
-    async def _shutdown(self) -> None:
+    async def _recover(self, service: Service) -> None:
+        """A durable start: replay the data file's journal on the frozen clock, resume the
+        clock where the journal ends (the real clock: plus the wall time the endpoint was
+        down, as if the world's clock ran on), journal the restart, then let the clock run as
+        asked and fire what it has reached (docs/contract.md section 10)."""
+        journal = service.journal
+        assert journal is not None
+        last = journal.last()
+        self.recovered = await service.replay()
+        if last is not None:
+            resume = last.now
+            if self._mode == "real":
+                resume += max(0.0, time.time() - last.wall)
+            self.clock.replay_to(resume)
+            service.recover()
+        self.clock.mode = self._mode
+        if self._mode == "real":
+            self.clock.run()
+        self.clock.advance(0.0)
+
+    async def _shutdown(self, crash: bool = False) -> None:
         if self._http is not None:
             await self._http.close()
         if self._service is not None:
-            try:
-                await self._service.aclose()
-            except Exception:
-                log.exception("closing the service failed")
+            if crash:
+                # As a killed process leaves it: what was not committed is gone, nothing is
+                # closed in order (the queues go with the loop).
+                journal = getattr(self._service, "journal", None)
+                if journal is not None:
+                    journal.abandon()
+            else:
+                try:
+                    await self._service.aclose()
+                except Exception:
+                    log.exception("closing the service failed")
         self.clock.detach()
+
+    def restart(self, *, crash: bool = True) -> None:
+        """Stop a durable endpoint and start it again on its data file, at the same address:
+        with ``crash`` (the default) as a killed process would leave it (nothing closed, what
+        was not committed lost), else after a clean :meth:`close`. Its clients carry on (a long
+        poll is cut off, as by any restart). ``RuntimeError`` for an endpoint without a data
+        file, or a closed one; what a start raises otherwise (the port taken meanwhile)."""
+        if not self._durable:
+            raise RuntimeError("restart needs a durable endpoint (serve(data=...))")
+        with self._lock:
+            if self._closed:
+                raise RuntimeError("the endpoint is closed")
+            self._closed = True
+        loop, thread = self._loop, self._thread
+        assert loop is not None and thread is not None
+        if threading.get_ident() == self._thread_id:
+            raise RuntimeError("Endpoint.restart joins the loop's thread: call it from another")
+        try:
+            asyncio.run_coroutine_threadsafe(self._shutdown(crash), loop).result()
+        finally:
+            loop.call_soon_threadsafe(loop.stop)
+            thread.join()
+        self.clock = ServerClock("fake", pinned=True)
+        self._bind = (self._bind[0], self.port)
+        self._loop = self._thread = self._thread_id = None
+        self._http = self._service = None
+        self._closed = False
+        self._start()
 
     def close(self) -> None:
         """Close every connection and the service's queues, stop the loop and join its thread.
@@ -416,6 +487,8 @@ def serve(
     clock: Mode = "real",
     config: str | pathlib.Path | Mapping[str, Any] | None = None,
     record: str | pathlib.Path | None = None,
+    data: str | pathlib.Path | None = None,
+    data_sync: Sync = "full",
     service: ServiceFactory | None = None,
     max_body: int = DEFAULT_MAX_BODY,
     idle_timeout: float = DEFAULT_IDLE_TIMEOUT,
@@ -426,7 +499,12 @@ def serve(
 
     ``clock``: ``"real"`` (the time runs) or ``"fake"`` (frozen until advanced). ``config``: a
     TOML file (or its parsed content) of queues to create (:func:`load_config`). ``record``: a
-    directory the service records every queue's trace in. ``service``: the operation layer's
+    directory the service records every queue's trace in. ``data``: a file (SQLite) the
+    endpoint keeps its queues in, written before each answer and replayed at the next start
+    (``sqs_endpoint/journal.py``; ``None``, the default: in memory only); ``data_sync``:
+    ``"full"`` (an answered operation survives a power cut) or ``"normal"`` (a crash of the
+    process; faster). A data file that cannot be used raises
+    ``sqs_endpoint.journal.DataFileError``. ``service``: the operation layer's
     factory (default ``sqs_endpoint.service.Service``). ``idle_timeout``, ``header_timeout``
     (real seconds) and ``max_connections``: the connection limits (``sqs_endpoint.http``'s
     ``DEFAULT_*``; docs/server.md "Connection limits"). Raises ``OSError`` if it cannot listen,
@@ -440,13 +518,27 @@ def serve(
         raise ValueError(f"clock must be 'real' or 'fake', got {clock!r}")
     specs = load_config(config) if config is not None else []
     record_dir = pathlib.Path(record) if record is not None else None
-    factory = service if service is not None else _default_service(record_dir)
+    if data is not None and not isinstance(data, str | pathlib.Path):
+        raise TypeError(f"data must be a path, got {type(data).__name__}")
+    if data_sync not in ("full", "normal"):
+        raise ValueError(f"data_sync must be 'full' or 'normal', got {data_sync!r}")
+    if data is not None and service is not None:
+        raise ValueError("data needs the endpoint's own service: give data or service, not both")
+    data_path = pathlib.Path(data) if data is not None else None
+    factory = service if service is not None else _default_service(record_dir, data_path, data_sync)
     if not callable(factory):
         raise TypeError(f"service must be a callable (clock -> service), got {factory!r}")
     check_limits(idle_timeout, header_timeout, max_connections)
     limits = Limits(float(idle_timeout), float(header_timeout), max_connections)
     endpoint = Endpoint(
-        host, port, clock=clock, config=specs, service=factory, max_body=max_body, limits=limits
+        host,
+        port,
+        clock=clock,
+        config=specs,
+        service=factory,
+        max_body=max_body,
+        limits=limits,
+        durable=data_path is not None,
     )
     endpoint._start()
     return endpoint

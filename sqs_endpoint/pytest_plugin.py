@@ -16,12 +16,20 @@ any test in an environment that has the project gets these fixtures without a ``
     deduplication window or a retention period passes at once, and a long poll waiting on the
     queue is answered as soon as a message becomes visible.
 
-``pytest --sqs-record DIR`` makes every test's endpoint record the trace of each queue it serves
-into ``DIR`` (one file per endpoint), and ``python -m tla --recorded DIR`` then checks the whole
-session against the TLA+ spec with TLC. ``examples/test_sqs_redelivery.py`` is a runnable
-example. ``-p no:sqs_endpoint`` turns the plugin off. The fixtures start the endpoint and import
-boto3 only when a test asks for them, so loading the plugin costs other pytest runs no client
-library.
+``sqs_restart``
+    ``restart()``: crash the endpoint and start it again on its data file, at the same URL (a
+    test that asks for it gets a durable endpoint, kept in a SQLite file in its ``tmp_path``):
+    what a consumer sees when its SQS endpoint is killed and comes back. Every answered send
+    and delete survives; a delivery in flight comes back at its deadline, its receipt handle
+    dead (docs/contract.md section 10).
+
+``pytest --sqs-data`` makes every test's endpoint durable (a data file in the test's
+``tmp_path``), to run a suite against the durable endpoint. ``pytest --sqs-record DIR`` makes
+every test's endpoint record the trace of each queue it serves into ``DIR`` (one file per
+endpoint), and ``python -m tla --recorded DIR`` then checks the whole session against the TLA+
+spec with TLC. ``examples/test_sqs_redelivery.py`` is a runnable example. ``-p no:sqs_endpoint``
+turns the plugin off. The fixtures start the endpoint and import boto3 only when a test asks for
+them, so loading the plugin costs other pytest runs no client library.
 """
 
 from __future__ import annotations
@@ -53,6 +61,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=None,
         help="record every queue of each sqs_endpoint into DIR (check: python -m tla --recorded)",
     )
+    group.addoption(
+        "--sqs-data",
+        action="store_true",
+        default=False,
+        help="keep each test's sqs_endpoint in a data file in its tmp_path (a durable endpoint)",
+    )
 
 
 @pytest.fixture
@@ -63,7 +77,11 @@ def sqs_endpoint(request: pytest.FixtureRequest) -> Iterator[Endpoint]:
     record: Path | None = request.config.getoption("sqs_record")
     if record is not None:
         record.mkdir(parents=True, exist_ok=True)
-    with sqs_endpoint.serve(port=0, clock="fake", record=record) as endpoint:
+    data: Path | None = None
+    if request.config.getoption("sqs_data") or "sqs_restart" in request.fixturenames:
+        tmp_path: Path = request.getfixturevalue("tmp_path")
+        data = tmp_path / "sqs_endpoint.sqlite3"
+    with sqs_endpoint.serve(port=0, clock="fake", record=record, data=data) as endpoint:
         yield endpoint
 
 
@@ -91,3 +109,13 @@ def sqs_advance(sqs_endpoint: Endpoint) -> Callable[[float], None]:
         sqs_endpoint.advance(seconds)
 
     return advance
+
+
+@pytest.fixture
+def sqs_restart(sqs_endpoint: Endpoint) -> Callable[[], None]:
+    """``restart()``: crash ``sqs_endpoint`` and start it again on its data file, same URL."""
+
+    def restart() -> None:
+        sqs_endpoint.restart(crash=True)
+
+    return restart

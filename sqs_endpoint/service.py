@@ -55,9 +55,9 @@ import json
 import logging
 import pathlib
 import re
+import sqlite3
 import time
 import urllib.parse
-import uuid
 from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, TypeVar
@@ -68,6 +68,7 @@ from sqs_endpoint import attributes as qattrs
 from sqs_endpoint import messages
 from sqs_endpoint.errors import SqsError
 from sqs_endpoint.http import client_gone
+from sqs_endpoint.journal import DataFileError, Entry, IdSource, Journal
 from sqs_endpoint.md5 import md5_of_message_attributes
 from sqs_endpoint.messages import Stored
 from sqs_endpoint.receipts import Handle, decode, encode
@@ -127,6 +128,33 @@ _ACTIONS: Final = frozenset(
 )
 
 AnyQueue = impl.AsyncQueue[Stored] | impl.AsyncFifoQueue[Stored]
+
+#: The operations that change nothing: a durable endpoint journals every other one that
+#: succeeds (ReceiveMessage only when it delivered, at its step).
+_READS: Final = frozenset(
+    {
+        "GetQueueUrl",
+        "ListQueues",
+        "GetQueueAttributes",
+        "ListQueueTags",
+        "ListDeadLetterSourceQueues",
+        "ListMessageMoveTasks",
+    }
+)
+
+
+def _check(operation: str, result: Mapping[str, Any]) -> Any:
+    """What a journal entry keeps of an operation's answer, for its replay to compare: the
+    ids a send gave, the entries a batch did, a move task's handle."""
+    if operation == "SendMessage":
+        return result["MessageId"]
+    if operation == "SendMessageBatch":
+        return [e["MessageId"] for e in result["Successful"]]
+    if operation in ("DeleteMessageBatch", "ChangeMessageVisibilityBatch"):
+        return [e["Id"] for e in result["Successful"]]
+    if operation == "StartMessageMoveTask":
+        return result["TaskHandle"]
+    return None
 
 
 def _hashed(text: str) -> str:
@@ -241,6 +269,20 @@ class _Prepared:
     dedup: str | None
 
 
+@dataclass(eq=False)
+class _Received:
+    """What a ReceiveMessage does with its deliveries once its step is taken."""
+
+    state: _Queue
+    q: AnyQueue
+    vt: float
+    system: set[str]
+    wanted: Sequence[str]
+    attempt_id: str | None
+    params: dict[str, Any]
+    base: str
+
+
 class Service:
     """Every SQS operation over impl.AsyncQueue / impl.AsyncFifoQueue; no wire format.
 
@@ -260,6 +302,7 @@ class Service:
         account: str = "000000000000",
         region: str = "us-east-1",
         record: pathlib.Path | None = None,
+        journal: Journal | None = None,
     ) -> None:
         self._clock = clock
         self._account = account
@@ -269,8 +312,20 @@ class Service:
             from tla.recorded import Recorder  # only a recording endpoint needs tla
 
             self._recorder = Recorder(record, start=clock.now())
-        # The only wall-clock reading: where the clock's 0 falls in epoch time.
-        self._epoch0 = time.time() - clock.now()
+        # The only wall-clock reading: where the clock's 0 falls in epoch time (a data file's
+        # own, kept from its first run, so timestamps go on across restarts).
+        self._epoch0 = time.time() - clock.now() if journal is None else journal.epoch0
+        #: The durable endpoint's journal (None: in memory), the ids (seeded by the data file:
+        #: a replay draws the same), the entry being replayed and whether its operation was
+        #: noted, and whether a sweep is an operation's own (journaled with it, not apart).
+        self.journal = journal
+        self._ids = IdSource(None if journal is None else journal.secret)
+        self._replaying: Entry | None = None
+        self._replay_noted = False
+        self._inner_sweep = False
+        on_change = getattr(clock, "on_change", None)
+        if journal is not None and on_change is not None:
+            on_change(self._clock_moved)
         self._queues: dict[str, _Queue] = {}
         #: Every impl queue ever built -> its SQS queue (deleted ones too: a dead letter's
         #: DeadLetterQueueSourceArn names its source even after that is gone).
@@ -293,7 +348,143 @@ class Service:
             raise SqsError(
                 "InvalidAction", f"The action {operation} is not valid for this endpoint."
             )
-        return await handler(params, base_url.rstrip("/"))
+        base = base_url.rstrip("/")
+        if self.journal is None:
+            return await handler(params, base)
+        drawn = self._ids.drawn
+        try:
+            result = await handler(params, base)
+        except BaseException:
+            self._commit(failing=True)
+            raise
+        if operation not in _READS and operation != "ReceiveMessage":
+            # It ran within this turn of the loop, so the entry's time is its steps' time.
+            self._note(operation, params, base, _check(operation, result), drawn)
+        self._commit()
+        return result
+
+    # -- the journal (a durable endpoint) --------------------------------------------------------
+
+    def _note(
+        self, operation: str, params: dict[str, Any], base: str, check: Any, drawn: int
+    ) -> None:
+        """An operation that changed something: append it to the journal (written by the
+        commit before its answer leaves); while replaying, compare it with the entry."""
+        journal = self.journal
+        if journal is None:
+            return
+        entry = self._replaying
+        if entry is None:
+            journal.append("op", operation, self._clock.now(), drawn, params, base, check)
+            return
+        if entry.name != operation or entry.check != check:
+            raise DataFileError(
+                f"{journal.path}: journal entry {entry.seq} ({entry.name} at {entry.now}) does "
+                f"not replay: it did {check!r}, the journal says {entry.check!r}"
+            )
+        self._replay_noted = True
+
+    def _swept(self, name: str, now: float) -> None:
+        """A queue's sweep sink (``record_sweeps``): journal a sweep of the timers, unless an
+        operation runs it (the operation's replay runs it again) or it is a replay's own."""
+        journal = self.journal
+        if journal is not None and self._replaying is None and not self._inner_sweep:
+            journal.append("sweep", name, now, self._ids.drawn)
+
+    def _clock_moved(self) -> None:
+        """The clock moved (an advance): journal its time, at once, since the control API's
+        answer says where it is now and a restart must resume from there."""
+        journal = self.journal
+        if journal is not None and self._replaying is None:
+            journal.append("clock", "", self._clock.now(), self._ids.drawn)
+            self._commit(failing=True)
+
+    def _sweep(self, q: AnyQueue) -> None:
+        """An operation's own sweep: part of the operation, not an entry of its own."""
+        self._inner_sweep = True
+        try:
+            q.sweep()
+        finally:
+            self._inner_sweep = False
+
+    def _commit(self, *, failing: bool = False) -> None:
+        """Write what the journal holds, before an answer leaves. A write that fails answers
+        ``InternalFailure`` (the entries stay, for the next commit); while another error is
+        on its way out it is logged instead."""
+        journal = self.journal
+        if journal is None or self._replaying is not None or not journal.pending:
+            return
+        try:
+            journal.commit()
+        except sqlite3.Error as e:
+            log.error("the data file %s could not be written: %s", journal.path, e)
+            if not failing:
+                raise SqsError(
+                    "InternalFailure",
+                    f"The endpoint could not write its data file: {e}",
+                ) from None
+
+    async def replay(self) -> int:
+        """Replay the journal (a durable endpoint's start, on a frozen ``ServerClock`` at or
+        before the first entry's time): each entry at its time, each operation checked
+        against what it did. Returns how many entries were replayed. ``DataFileError`` if an
+        entry does not replay (the file was written by other code, or damaged)."""
+        journal = self.journal
+        if journal is None:
+            return 0
+        clock = self._clock
+        count = 0
+        for entry in journal.entries():
+            replay_to = getattr(clock, "replay_to", None)
+            if replay_to is None:
+                raise TypeError("replay needs a clock with replay_to (sqs_endpoint.ServerClock)")
+            replay_to(entry.now)
+            self._ids.drawn = entry.ids
+            self._replaying = entry
+            try:
+                await self._replay_one(entry)
+            except SqsError as e:
+                raise DataFileError(
+                    f"{journal.path}: journal entry {entry.seq} ({entry.name} at {entry.now}) "
+                    f"does not replay: {e.code}: {e.message}"
+                ) from None
+            finally:
+                self._replaying = None
+            count += 1
+        return count
+
+    async def _replay_one(self, entry: Entry) -> None:
+        if entry.kind == "sweep":
+            state = self._queues.get(entry.name)
+            if state is not None:
+                state.q.sweep()
+        elif entry.kind == "recover":
+            self._recovered()
+        elif entry.kind == "clock":
+            pass  # the time it moved to, which the replay has set
+        else:
+            assert entry.params is not None and entry.base is not None
+            self._replay_noted = False
+            await self.call(entry.name, entry.params, base_url=entry.base)
+            if not self._replay_noted:
+                raise SqsError("InternalFailure", "it changed nothing on replay")
+
+    def recover(self) -> None:
+        """After :meth:`replay`: the restart itself, journaled (so a later replay makes it at
+        the same point) and committed. Every queue's receipt handles of before are dead from
+        now on: the process that handed them out is gone (docs/contract.md section 10)."""
+        journal = self.journal
+        if journal is None:
+            return
+        journal.append("recover", "", self._clock.now(), self._ids.drawn)
+        journal.commit()
+        self._recovered()
+
+    def _recovered(self) -> None:
+        # A new incarnation per queue (the impl queue stays): a handle of an earlier one is
+        # not current, as after a rebuild, so it answers "The receipt handle has expired".
+        for state in self._queues.values():
+            state.incarnation = next(self._incarnations)
 
     def queues(self) -> list[str]:
         """The names of the queues that exist, sorted."""
@@ -310,6 +501,11 @@ class Service:
                 recorder.close()
             except ValueError as e:  # tla.recorded.RecordingError: a write failed mid-run
                 log.error("the trace recording stopped early: %s", e)
+        if self.journal is not None:
+            try:
+                self.journal.close()
+            except sqlite3.Error as e:
+                log.error("the data file %s could not be closed: %s", self.journal.path, e)
 
     # -- helpers ---------------------------------------------------------------------------------
 
@@ -431,7 +627,11 @@ class Service:
         return None
 
     def _start_trace(self, state: _Queue) -> None:
-        # Before the queue's first operation: the recording sees every step of it.
+        # Before the queue's first operation: the recording sees every step of it, the
+        # journal every sweep.
+        if self.journal is not None:
+            name = state.name
+            state.q.record_sweeps(lambda now: self._swept(name, now))
         if self._recorder is None:
             return
         q = state.q
@@ -875,7 +1075,7 @@ class Service:
             impl_dedup = (
                 "h-" + hashlib.sha256(key.encode()).hexdigest() if scoped else _hashed(dedup)
             )
-        return _Prepared(stored, _new_message_id(), delay, impl_group, impl_dedup)
+        return _Prepared(stored, self._ids(), delay, impl_group, impl_dedup)
 
     def _accepted(self, state: _Queue, prepared: _Prepared, got: str) -> dict[str, Any]:
         """The result entry of a send impl answered with id ``got`` (FIFO: the earlier message's
@@ -1029,15 +1229,19 @@ class Service:
             raise _invalid(f"Value {attempt_id} for parameter ReceiveRequestAttemptId is invalid.")
         if wait is None:
             wait = state.attr_int("ReceiveMessageWaitTimeSeconds")
+        if self._replaying is not None:
+            wait = 0  # the journal says what it delivered, at the time it did: no waiting
         if attempt_id is not None and state.fifo:
             again = self._retried(state, attempt_id, vt_given)
             if again is not None:
+                self._note("ReceiveMessage", p, base, "retried", self._ids.drawn)
                 return again
         loop = asyncio.get_running_loop()
         deadline = loop.time() + wait
         while True:
             q = state.q
             vt = float(vt_given if vt_given is not None else state.attr_int("VisibilityTimeout"))
+            after = _Received(state, q, vt, system, wanted, attempt_id, p, base)
             try:
                 try:
                     # First without waiting (no task, no timer): the common case of a backlog.
@@ -1045,11 +1249,11 @@ class Service:
                 except impl.Empty:
                     if wait == 0 or loop.time() >= deadline:
                         raise
-                    got = await _poll(
-                        q.receive_batch(n, block=True, visibility_timeout=vt),
+                    return await _poll(
+                        self._take(n, after),
                         max(0.0, deadline - loop.time()),
                     )
-                break
+                return self._received(after, got)
             except (impl.Empty, TimeoutError, _Gone):
                 return {}
             except impl.ShutDown:
@@ -1060,7 +1264,18 @@ class Service:
                     or loop.time() >= deadline
                 ):
                     return {}
-        # Straight after the step, no await: the per-delivery facts.
+
+    async def _take(self, n: int, after: _Received) -> dict[str, Any]:
+        """A long poll's blocking receive of up to ``n`` and, in the same turn of the loop as
+        its step, the answer (what ``_poll`` runs as its task: so the journal entry's time is
+        the step's, and no other operation comes between them)."""
+        got = await after.q.receive_batch(n, block=True, visibility_timeout=after.vt)
+        return self._received(after, got)
+
+    def _received(self, r: _Received, got: list[impl.Message[Stored]]) -> dict[str, Any]:
+        """Straight after a receive's step, no await: the per-delivery facts, the answer, and
+        the journal entry (what it delivered, for the replay to compare)."""
+        state, q = r.state, r.q
         now = self._clock.now()
         now_ms = self._now_ms()
         out = []
@@ -1069,16 +1284,19 @@ class Service:
             if m.attempt == 1 or stored.first_receive is None:
                 stored.first_receive = now_ms
             state.delivered[m.id] = (m.attempt, now)
-            out.append(self._message(state, q, m, system, wanted))
-        if vt == 0:
+            out.append(self._message(state, q, m, r.system, r.wanted))
+        self._note(
+            "ReceiveMessage", r.params, r.base, [[m.id, m.attempt] for m in got], self._ids.drawn
+        )
+        if r.vt == 0:
             # A visibility timeout of 0 ends the delivery at once: its deadline is now, so fire
             # it now (the clock's timer for a time already reached runs only at its next tick,
             # on a frozen fake clock at the next advance), as SQS shows the message again at once.
-            q.sweep()
+            self._sweep(q)
         result = {"Messages": out}
-        if attempt_id is not None and state.fifo and out:
+        if r.attempt_id is not None and state.fifo and out:
             flying = {(m.id, m.attempt): m.deadline for m in q.snapshot().in_flight}
-            state.attempts[attempt_id] = _Attempt(
+            state.attempts[r.attempt_id] = _Attempt(
                 now,
                 state.incarnation,
                 [(m.id, m.attempt, flying.get((m.id, m.attempt))) for m in got],
@@ -1107,7 +1325,7 @@ class Service:
         vt = float(vt_given if vt_given is not None else state.attr_int("VisibilityTimeout"))
         q.change_visibility_batch([(q.receipt(mid, a), vt) for mid, a, _ in earlier.deliveries])
         if vt == 0:
-            q.sweep()
+            self._sweep(q)
             del state.attempts[attempt_id]
             return earlier.result
         flying = {(m.id, m.attempt): m.deadline for m in q.snapshot().in_flight}
@@ -1352,7 +1570,7 @@ class Service:
                 None if destination is None else destination.q,
                 rate=None if rate is None else float(rate),
                 # A moved message's new MessageId is a UUID, as every other message's.
-                ids=_new_message_id,
+                ids=self._ids,
             )
         except impl.RedriveRunning:
             raise SqsError(
@@ -1361,8 +1579,8 @@ class Service:
                 "queue arn at a given time.",
             ) from None
         if rate is not None:
-            source.q.sweep()  # the first tick is due at once: one message moves now
-        task_id = str(uuid.uuid4())
+            self._sweep(source.q)  # the first tick is due at once: one message moves now
+        task_id = self._ids()
         record = _Task(
             task_id,
             self._task_handle(task_id, source.arn),
@@ -1420,7 +1638,8 @@ _R = TypeVar("_R")
 
 
 async def _poll(receive: Coroutine[Any, Any, _R], timeout: float) -> _R:
-    """``receive`` (a blocking impl receive) bounded by ``timeout`` real seconds, and ended
+    """``receive`` (a blocking impl receive, and its answer) bounded by ``timeout`` real
+    seconds, and ended
     when the client leaves (``sqs_endpoint.http.client_gone``). Either end cancels the receive
     through the asyncio shell's cancellation path (contract section 8), TLA+'s ``Cancel`` then
     ``Withdraw``, or ``PassOn`` when a send had woken it, in tla/AsyncQueue.tla: a poll that
@@ -1450,8 +1669,3 @@ async def _poll(receive: Coroutine[Any, Any, _R], timeout: float) -> _R:
     # left in the same loop iteration (that answer is then lost as any unread answer is, and
     # the messages come back after their visibility timeout, as on SQS).
     return task.result()
-
-
-def _new_message_id() -> str:
-    """A MessageId: a UUID, as SQS gives (for a send and for a message a move task moved)."""
-    return str(uuid.uuid4())
