@@ -243,7 +243,9 @@ def main(argv: list[str] | None = None) -> int:
                 f"sync {args.data_sync}); the clock resumed at {endpoint.now():g}",
                 flush=True,
             )
-        stop.wait()
+        # Woken at least once a second: a signal is handled only when the main thread runs.
+        while not stop.wait(1.0):
+            pass
     except KeyboardInterrupt:
         pass
     finally:

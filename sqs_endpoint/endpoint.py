@@ -30,6 +30,7 @@ import asyncio
 import concurrent.futures
 import logging
 import pathlib
+import signal
 import threading
 import time
 import tomllib
@@ -341,6 +342,11 @@ class Endpoint:
             raise
 
     def _main(self, started: concurrent.futures.Future[None]) -> None:
+        if hasattr(signal, "pthread_sigmask"):
+            # A process-directed signal goes to any thread that does not block it; delivered
+            # here, a Ctrl-C would never wake the main thread blocked in a wait (and Python
+            # runs signal handlers in the main thread only).
+            signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
         loop = asyncio.new_event_loop()
         asyncio.set_event_loop(loop)
         try:
@@ -352,7 +358,9 @@ class Endpoint:
                 return
             started.set_result(None)
             loop.run_forever()
-            # close() ran _shutdown before stopping the loop; the tasks left are done now.
+            # close() ran _shutdown before stopping the loop; a restart that crashed did not:
+            # what still runs is cancelled, so that no caller of call() waits for ever.
+            _cancel_all(loop)
         finally:
             try:
                 loop.run_until_complete(loop.shutdown_asyncgens())
@@ -542,3 +550,12 @@ def serve(
     )
     endpoint._start()
     return endpoint
+
+
+def _cancel_all(loop: asyncio.AbstractEventLoop) -> None:
+    """Cancel the tasks left on a stopped ``loop`` and let them finish (as ``asyncio.run``)."""
+    tasks = [t for t in asyncio.all_tasks(loop) if not t.done()]
+    for t in tasks:
+        t.cancel()
+    if tasks:
+        loop.run_until_complete(asyncio.gather(*tasks, return_exceptions=True))

@@ -318,6 +318,8 @@ class Journal:
         if not self._pending:
             return
         conn = self._conn
+        if conn is None:
+            raise self._error("closed: nothing more can be written")
         try:
             conn.execute("BEGIN")
             conn.executemany(

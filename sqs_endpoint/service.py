@@ -416,7 +416,7 @@ class Service:
             return
         try:
             journal.commit()
-        except sqlite3.Error as e:
+        except (sqlite3.Error, DataFileError) as e:
             log.error("the data file %s could not be written: %s", journal.path, e)
             if not failing:
                 raise SqsError(
@@ -489,6 +489,11 @@ class Service:
     def queues(self) -> list[str]:
         """The names of the queues that exist, sorted."""
         return sorted(self._queues)
+
+    def snapshots(self) -> dict[str, impl.Snapshot[Stored]]:
+        """Each queue's impl snapshot, by name (on the loop): what a restart of a durable
+        endpoint must bring back as it was (``tests/test_endpoint_durable_replay.py``)."""
+        return {name: state.q.snapshot() for name, state in sorted(self._queues.items())}
 
     async def aclose(self) -> None:
         """Close every queue (their waiting receives return empty)."""
