@@ -34,6 +34,8 @@ credentials, no retries), over HTTP on 127.0.0.1. The rows (:func:`run`, :class:
   2-second window while they wait (beside the window with none), and the time from writing a
   ``SendMessage`` to the first receiver's answer, median of :data:`ANSWERS` sends (beside one
   receiver waiting alone); targets: idle CPU < 10 ms per 2 s, median < 5 ms.
+- ``server_durable_*``: the durable endpoint (``--data FILE``) beside the in-memory one, the
+  journal's commit cost and the replay rate of a start (``bench.durable``).
 
 Memory and CPU are read from ``/proc/<pid>`` (Linux); elsewhere those rows are skipped.
 Wall-clock time throughout: this is a benchmark.
@@ -60,6 +62,7 @@ from pathlib import Path
 from typing import Any, Final
 from urllib.parse import urlsplit
 
+from bench import durable as bench_durable
 from bench.report import Row, ratio, run_command
 
 #: The repository (the endpoint processes import ``sqs_endpoint`` from here).
@@ -599,6 +602,7 @@ KEYS: Final = (
     "server_longpoll_memory",
     "server_longpoll_idle_cpu",
     "server_longpoll_answer_median",
+    *bench_durable.KEYS,
 )
 
 
@@ -759,7 +763,8 @@ def run(quick: bool) -> list[Row]:
         progress(f"{sizes.receivers} receivers long-polling")
         alone = long_polls(ours.url, ours.pid, 1, sizes.answers)
         crowd = long_polls(ours.url, ours.pid, sizes.receivers, sizes.answers)
-    rows += _long_poll_rows(alone, crowd)
+        rows += _long_poll_rows(alone, crowd)
+        rows += bench_durable.rows(mine, sizes, _median)
     return rows
 
 

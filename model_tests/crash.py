@@ -13,7 +13,7 @@ The judge is the executable spec (``spec``), in lockstep with the run: every ans
 operation is applied to the spec's state and its answer compared (the bodies and attempts
 delivered, the deduplicated sends, the deletes). The one operation the kill may have cut off
 is unknown: the run keeps two candidate states, with and without it. After each restart the
-contract's crash rule (docs/contract.md section 10) says what must be there: a candidate's
+contract's crash rule (docs/contract.md section 9) says what must be there: a candidate's
 queue unchanged, every receipt handed out before dead. The run checks that directly: each
 handle live in the model is refused as expired; then it drains the queue (receive ten and
 delete, until empty; then advance past the visibility timeout, so what was in flight at the

@@ -398,7 +398,7 @@ class Endpoint:
         """A durable start: replay the data file's journal on the frozen clock, resume the
         clock where the journal ends (the real clock: plus the wall time the endpoint was
         down, as if the world's clock ran on), journal the restart, then let the clock run as
-        asked and fire what it has reached (docs/contract.md section 10)."""
+        asked and fire what it has reached (docs/contract.md section 9)."""
         journal = service.journal
         assert journal is not None
         last = journal.last()

@@ -2,7 +2,7 @@
 
 ``sqs_endpoint --data FILE`` (``serve(data=FILE)``) keeps its queues in memory, as always, and
 writes each operation that changed them to ``FILE`` before its answer leaves; a restart on the
-same file replays the journal and carries on (``Service.recover``; docs/contract.md section 10
+same file replays the journal and carries on (``Service.recover``; docs/contract.md section 9
 has the rules, ``tla/QueueDurable.tla`` the model).
 
 WHAT IS WRITTEN. The Service's state is a function of its inputs: each operation's request, the

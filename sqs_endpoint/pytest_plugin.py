@@ -21,7 +21,7 @@ any test in an environment that has the project gets these fixtures without a ``
     test that asks for it gets a durable endpoint, kept in a SQLite file in its ``tmp_path``):
     what a consumer sees when its SQS endpoint is killed and comes back. Every answered send
     and delete survives; a delivery in flight comes back at its deadline, its receipt handle
-    dead (docs/contract.md section 10).
+    dead (docs/contract.md section 9).
 
 ``pytest --sqs-data`` makes every test's endpoint durable (a data file in the test's
 ``tmp_path``), to run a suite against the durable endpoint. ``pytest --sqs-record DIR`` makes

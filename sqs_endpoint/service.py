@@ -472,7 +472,7 @@ class Service:
     def recover(self) -> None:
         """After :meth:`replay`: the restart itself, journaled (so a later replay makes it at
         the same point) and committed. Every queue's receipt handles of before are dead from
-        now on: the process that handed them out is gone (docs/contract.md section 10)."""
+        now on: the process that handed them out is gone (docs/contract.md section 9)."""
         journal = self.journal
         if journal is None:
             return

@@ -4,7 +4,7 @@ Each run (``model_tests.crash.CrashRun``) drives ``python -m sqs_endpoint --data
 it twice at seeded points (between two operations or inside one), restarts it on the same file
 and checks, in lockstep with the executable spec, that every answered operation survived, that
 each receipt handed out before a crash is dead and that the queue drains exactly as the model
-says (docs/contract.md section 10). The tempting bug, answer first and write after
+says (docs/contract.md section 9). The tempting bug, answer first and write after
 (``model_tests.crash_mutants``), must be caught.
 """
 

@@ -1,4 +1,4 @@
-"""The durable endpoint (``serve(data=FILE)``): the restart rules of docs/contract.md section 10,
+"""The durable endpoint (``serve(data=FILE)``): the restart rules of docs/contract.md section 9,
 each on a fake clock, through ``Endpoint.restart`` (a crash: nothing closed, the uncommitted
 lost) and a clean close; the data file's errors; and a journal that does not replay.
 
@@ -129,6 +129,7 @@ def test_a_delivery_in_flight_comes_back_at_its_deadline_its_receipt_dead(ep: En
             "ChangeMessageVisibility",
             {"QueueUrl": url, "ReceiptHandle": m["ReceiptHandle"], "VisibilityTimeout": 0},
         )
+    assert e.value.code == "MessageNotInflight"
     assert counts(ep, url) == (0, 1, 0)  # still in flight: not before its deadline
     ep.advance(29.5)
     assert receive(ep, url) == []

@@ -4,7 +4,7 @@ with every visibility timeout, deletes, visibility changes, purges, tags, attrib
 dead-letter moves, move tasks, clock advances), with restarts (crash or clean) at random
 points. After each restart, each queue's impl snapshot (every message, its state, attempt,
 deadline and SQS side), its attributes and tags and the move tasks are what they were before;
-only the receipt handles are dead (docs/contract.md section 10).
+only the receipt handles are dead (docs/contract.md section 9).
 """
 
 from __future__ import annotations

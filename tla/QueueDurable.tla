@@ -7,7 +7,7 @@
 (* writes each step to its store (SQLite).  The process may crash between  *)
 (* any two of its steps: the memory (the queue's state, the receipts it    *)
 (* handed out) is gone, the store is not.  Recover reads the store back    *)
-(* (docs/contract.md section 10, the restart rules):                       *)
+(* (docs/contract.md section 9, the restart rules):                        *)
 (*   - every message whose send was answered is still there, in the state  *)
 (*     the store recorded; every delete that was answered stays deleted    *)
 (*     (NothingLost, DeletesStay);                                         *)
