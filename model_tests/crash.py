@@ -343,14 +343,17 @@ class CrashRun:
                 f"restart {life + 1}: the clock resumed at {now}, the model says "
                 f"{sorted({c.now for c in candidates})}"
             )
-        for handle in sorted(fits[0].handles):
+        for c in fits:
+            c.state = spec.recover(c.state)  # the crash rule: every receipt of before is dead
+        for handle, receipt in sorted(fits[0].handles.items()):
+            self._expect(not spec.delete(fits[0].state, receipt)[1], "the model kept a receipt")
             status, out = self._raw(client, "DeleteMessage", handle)
             self._expect(
                 status == 400 and "expired" in out.get("message", out.get("Message", "")),
                 f"restart {life + 1}: a handle of before the crash answered {status} {out}",
             )
         for c in fits:
-            c.handles.clear()  # every receipt of before is dead: the model forgets them
+            c.handles.clear()
         self.log.append(f"restart {life + 1}: now {now}, {len(fits)} candidate(s)")
         if len(fits) == 1:
             return fits[0]

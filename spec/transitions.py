@@ -551,6 +551,17 @@ def _end(state: State, m: Msg, status: Status) -> State:
     )
 
 
+def recover(state: State) -> State:
+    """The restart of a durable endpoint (contract section 9; TLA+ ``Recover`` of
+    ``tla/QueueDurable.tla``; ``Service.recover`` in ``sqs_endpoint``): the queue as its store
+    kept it, every receipt handed out before it dead. No message changes: one in flight stays
+    in flight until its deadline, then is released as any expired delivery, its attempt kept.
+    Only the queue's token moves on, so no earlier receipt names a delivery of this queue any
+    more, as the endpoint gives each queue a new incarnation (for one queue: a system of
+    queues is restarted whole, and ``spec.system`` has no restart)."""
+    return replace(state, queue=state.queue + 1)
+
+
 def purge(state: State) -> tuple[State, int]:
     """Cancel every active (delayed, visible, in-flight) message in one step; return how many.
 
