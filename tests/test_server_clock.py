@@ -323,3 +323,62 @@ def test_an_async_queue_redelivers_when_the_frozen_clock_is_advanced() -> None:
         clock.detach()
 
     asyncio.run(main())
+
+
+# -- a durable endpoint's clock: pinned per turn, replayed, listened to ----------------------
+
+
+def test_a_pinned_clock_reads_one_time_per_turn_of_its_loop() -> None:
+    clock = ServerClock("fake", pinned=True)
+
+    async def main() -> tuple[float, float, float, float]:
+        clock.attach(asyncio.get_running_loop())
+        first = clock.now()
+        clock.replay_to(5.0)  # a change of course unpins at once
+        second = clock.now()
+        clock._base = 7.0  # the time moves without a change of course (as a running clock's)
+        same_turn = clock.now()
+        await asyncio.sleep(0)  # the next turn of the loop: read afresh
+        next_turn = clock.now()
+        clock.detach()
+        return first, second, same_turn, next_turn
+
+    assert asyncio.run(main()) == (0.0, 5.0, 5.0, 7.0)
+
+
+def test_an_unpinned_clock_and_another_thread_read_the_time_itself() -> None:
+    clock = ServerClock("fake")
+    assert clock.now() == 0.0
+    clock._base = 3.0
+    assert clock.now() == 3.0
+
+
+def test_replay_to_moves_a_frozen_clock_without_running_its_callbacks() -> None:
+    clock = ServerClock("fake")
+    fired: list[float] = []
+    clock.call_at(1.0, lambda: fired.append(clock.now()))
+    clock.replay_to(2.0)
+    assert clock.now() == 2.0 and fired == []  # a replay fires only what its journal says
+    clock.advance(0)
+    assert fired == [2.0]
+    with pytest.raises(ValueError, match="before"):
+        clock.replay_to(1.0)
+    clock.run()
+    with pytest.raises(RuntimeError, match="frozen"):
+        clock.replay_to(9.0)
+
+
+def test_listeners_hear_every_change_of_course_after_its_callbacks() -> None:
+    clock = ServerClock("fake")
+    heard: list[tuple[str, float]] = []
+    clock.call_at(1.0, lambda: heard.append(("callback", clock.now())))
+    clock.on_change(lambda: heard.append(("listener", clock.now())))
+    clock.advance(1.5)
+    clock.run()
+    clock.freeze()
+    assert [h[0] for h in heard] == ["callback", "listener", "listener", "listener"]
+    assert heard[1][1] == 1.5
+    with pytest.raises(TypeError, match="listener"):
+        clock.on_change(3)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="pinned"):
+        ServerClock(pinned=1)  # type: ignore[arg-type]
