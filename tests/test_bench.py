@@ -414,6 +414,12 @@ def test_server_rows_are_measured_beside_moto_when_boto3_and_moto_are_installed(
         "server_batch_msgs",
         "server_batch_vs_client_alone",
         "server_batch_vs_canned_server",
+        # The durable endpoint beside the in-memory one, its commits and its replay.
+        "server_durable_cycle_vs_memory",
+        "server_durable_normal_cycle_vs_memory",
+        "server_durable_batch_vs_memory",
+        "server_durable_commit",
+        "server_durable_replay",
     )
     for key in measured:
         row = rows[key]
