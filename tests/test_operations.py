@@ -55,7 +55,17 @@ CONTRACT = ROOT.parent / "shared" / "contract.md"
 #: ``impl.Queue``'s public methods that are no operation of the model: queries, naming a
 #: receipt, recording, the lifecycle of the queue object.
 NOT_OPERATIONS = frozenset(
-    {"close", "dead_letters", "health", "receipt", "record_trace", "shutdown", "snapshot", "stats"}
+    {
+        "close",
+        "dead_letters",
+        "health",
+        "receipt",
+        "record_sweeps",
+        "record_trace",
+        "shutdown",
+        "snapshot",
+        "stats",
+    }
 )
 
 #: The methods of a queue in a system of queues (contract section 7): a redrive acts on two

@@ -335,6 +335,10 @@ def test_main_help() -> None:
     assert "127.0.0.1" in out
 
 
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_main_serves_until_ctrl_c(tmp_path: pathlib.Path) -> None:
     config = tmp_path / "queues.toml"
     config.write_text('[[queue]]\nname = "jobs"\n')
@@ -354,6 +358,9 @@ def test_main_serves_until_ctrl_c(tmp_path: pathlib.Path) -> None:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        # Ctrl-C's own disposition: a test run started in the background by a shell without
+        # job control ignores SIGINT, and a child inherits that (Python then leaves it ignored).
+        preexec_fn=_default_sigint,
     )
     try:
         assert proc.stdout is not None
