@@ -25,6 +25,7 @@ from sqs_endpoint import Endpoint, pytest_plugin
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "test_sqs_redelivery.py"
+RESTART_EXAMPLE = ROOT / "examples" / "test_sqs_restart.py"
 #: Seconds a pytest of its own may take (a second or two; the machine is shared).
 SUBPROCESS_BOUND = 120
 #: Seconds a waiting receive may take to answer once its message is visible (it answers at once).
@@ -54,6 +55,19 @@ def test_the_example_passes_with_the_fixtures_of_the_entry_point() -> None:
     done = pytest_run(str(EXAMPLE))
     assert done.returncode == 0, done.stdout + done.stderr
     assert "1 passed" in done.stdout
+
+
+def test_the_restart_example_passes_with_the_fixtures_of_the_entry_point() -> None:
+    done = pytest_run(str(RESTART_EXAMPLE))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "1 passed" in done.stdout
+
+
+def test_sqs_data_runs_a_suite_against_the_durable_endpoint(tmp_path: Path) -> None:
+    done = pytest_run("--sqs-data", "--basetemp", str(tmp_path), str(EXAMPLE))
+    assert done.returncode == 0, done.stdout + done.stderr
+    (data,) = tmp_path.rglob("sqs_endpoint.sqlite3")  # the test's endpoint kept a data file
+    assert data.read_bytes().startswith(b"SQLite format 3\x00")
 
 
 def test_a_recorded_session_is_checked_against_the_spec(tmp_path: Path) -> None:
