@@ -74,18 +74,22 @@ def _state(ep: Endpoint) -> Any:
         attrs = ep.call("GetQueueAttributes", {"QueueUrl": url, "AttributeNames": ["All"]})
         out[name + " attrs"] = attrs
         out[name + " tags"] = ep.call("ListQueueTags", {"QueueUrl": url})
-    arn = out["dead attrs"]["Attributes"]["QueueArn"]
+    dead = next(name for name in ep.queues() if name.startswith("dead"))
+    arn = out[dead + " attrs"]["Attributes"]["QueueArn"]
     tasks = ep.call("ListMessageMoveTasks", {"SourceArn": arn})["Results"]
     out["tasks"] = tasks
     return out
 
 
 class _Program:
-    def __init__(self, ep: Endpoint) -> None:
+    def __init__(self, ep: Endpoint, fifo: bool) -> None:
         self.ep = ep
+        self.fifo = fifo
         self.handles: list[str] = []
         self.sent = 0
-        dlq = ep.call("CreateQueue", {"QueueName": "dead"})["QueueUrl"]
+        suffix, attrs = (".fifo", {"FifoQueue": "true"}) if fifo else ("", {})
+        self.names = ("dead" + suffix, "jobs" + suffix)
+        dlq = ep.call("CreateQueue", {"QueueName": self.names[0], "Attributes": attrs})["QueueUrl"]
         arn = ep.call("GetQueueAttributes", {"QueueUrl": dlq, "AttributeNames": ["QueueArn"]})[
             "Attributes"
         ]["QueueArn"]
@@ -94,14 +98,26 @@ class _Program:
         self.url = ep.call(
             "CreateQueue",
             {
-                "QueueName": "jobs",
-                "Attributes": {"VisibilityTimeout": "10", "RedrivePolicy": policy},
+                "QueueName": self.names[1],
+                "Attributes": {**attrs, "VisibilityTimeout": "10", "RedrivePolicy": policy},
             },
         )["QueueUrl"]
 
     def body(self) -> str:
         self.sent += 1
         return f"m{self.sent}"
+
+    def message(self, delay: int = 0) -> dict[str, Any]:
+        """A message to send: on a FIFO queue in one of two groups, with a deduplication id
+        that repeats now and then (no delay of its own: a FIFO queue takes none)."""
+        body = self.body()
+        if self.fifo:
+            return {
+                "MessageBody": body,
+                "MessageGroupId": f"g{self.sent % 2}",
+                "MessageDeduplicationId": f"d{self.sent // 3}",
+            }
+        return {"MessageBody": body, "DelaySeconds": delay}
 
     def run(self, op: Op) -> None:
         name, arg = op
@@ -112,11 +128,9 @@ class _Program:
             assert _state(ep) == before
             self.handles.clear()  # dead now: a program of after the restart never uses them
         elif name == "send":
-            ep.call(
-                "SendMessage", {"QueueUrl": url, "MessageBody": self.body(), "DelaySeconds": arg}
-            )
+            ep.call("SendMessage", {"QueueUrl": url, **self.message(arg)})
         elif name == "send_batch":
-            entries = [{"Id": f"e{i}", "MessageBody": self.body()} for i in range(arg)]
+            entries = [{"Id": f"e{i}", **self.message()} for i in range(arg)]
             ep.call("SendMessageBatch", {"QueueUrl": url, "Entries": entries})
         elif name == "receive":
             n, vt = arg
@@ -163,11 +177,13 @@ class _Program:
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
-@given(program=ops)
-def test_a_restart_brings_every_queue_back_as_it_was(tmp_path: Path, program: list[Op]) -> None:
+@given(program=ops, fifo=st.booleans())
+def test_a_restart_brings_every_queue_back_as_it_was(
+    tmp_path: Path, program: list[Op], fifo: bool
+) -> None:
     data = tmp_path / f"replay-{len(list(tmp_path.iterdir()))}.sqlite3"
     with sqs_endpoint.serve(port=0, clock="fake", data=data) as ep:
-        p = _Program(ep)
+        p = _Program(ep, fifo)
         for op in [*program, ("restart", True)]:
             # A refused operation changes nothing (a stale handle, a purge too soon).
             with contextlib.suppress(SqsError):
