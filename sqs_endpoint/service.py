@@ -33,6 +33,9 @@ Where this endpoint differs from SQS (each operation's docstring says more):
   queue names it as its dead-letter queue, it runs no move task, its dead-letter queue holds no
   message that came from it, and (FIFO) no deduplication window is open. Otherwise it answers
   ``InvalidAttributeValue`` saying so, and changes nothing.
+- **Restarts** (a durable endpoint, ``journal``): every answered operation survives; every
+  receipt handle handed out before the restart answers as a stale one (docs/contract.md
+  section 9).
 - **No 60-second rule on re-creation.** A queue's name can be used again at once after
   ``DeleteQueue`` (SQS: ``QueueDeletedRecently`` for 60 s), so test fixtures can recreate it.
   A deleted queue's messages are gone, and so is every message that later dies into it as a
