@@ -222,6 +222,11 @@ def rate_limited_redrive_survives_compaction(cls: QueueClass) -> str | None:
             src.send(id, id=id)
             src.retry(src.receive(block=False).receipt)
         task = dlq.start_redrive(rate=1.0)
+        # Tick 0 is due at once, for the next sweep: fire it here, not whenever the sweeper
+        # thread gets to it, which could be while ``z``'s loop holds a scope message in
+        # flight, and a scope message not visible when its turn comes is skipped (contract
+        # section 7.5). Tick 1 is due at 1 s: nothing fires until the clock moves.
+        dlq.sweep()
         dlq.send("z", id="z")
         z = None
         while z is None or z.id != "z":  # the head may be a scope message: give it back
