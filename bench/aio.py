@@ -11,6 +11,10 @@ instead of hanging it.
   get + task_done, same tasks and N. Sends never wait (the queue is unbounded), for both.
 - *Batch throughput*, 4/4 tasks: ``send_batch`` of ten fresh ``impl.Entry``, ``receive_batch(10)``
   + ``delete_batch``, messages per second; baseline ``asyncio.Queue`` put / get per message.
+- *Floors*: the same cycle on :class:`AsyncFloor` (the floor queue's work in coroutines, no
+  lock) and on :class:`AsyncObliged` (that plus the contract's argument checks, injected clock
+  and ``Message``/``Receipt`` values): their ratios to ``asyncio.Queue`` bound any asyncio
+  queue with these semantics, and any design of ``impl.AsyncQueue``.
 - *Against threads*: the same cycle with ``impl.Queue`` driven from the loop through
   ``asyncio.to_thread`` (send and receive in the default executor; delete, which never waits,
   called directly): what a user gets by wrapping the threaded queue instead.
@@ -43,9 +47,23 @@ from typing import TYPE_CHECKING, Any
 
 from bench.floor import FloorQueue, FloorRecord
 from impl.aio import AsyncQueue
+from impl.clock import MonotonicClock
 from impl.errors import ShutDown
-from impl.message import Entry
+from impl.message import (
+    Entry,
+    Message,
+    Receipt,
+    new_object,
+    set_message_attempt,
+    set_message_body,
+    set_message_id,
+    set_message_receipt,
+    set_receipt_attempt,
+    set_receipt_id,
+    set_receipt_queue,
+)
 from impl.queue import MAX_BATCH, Queue
+from impl.validate import INF
 
 if TYPE_CHECKING:
     from bench.report import Row
@@ -63,6 +81,7 @@ AIO = "impl.AsyncQueue"
 ASYNCIO = "asyncio.Queue"
 TO_THREAD = "impl.Queue via asyncio.to_thread"
 FLOOR = "the asyncio floor"
+OBLIGED = "the obliged asyncio floor"
 
 #: The thread-free configurations of the cycle rows (producer tasks, consumer tasks).
 TASKS = ((1, 1), (4, 4))
@@ -159,6 +178,69 @@ class AsyncFloor:
         return True
 
 
+class AsyncObliged(AsyncFloor):
+    """The asyncio floor doing what the contract obliges *every* asyncio queue to do, and
+    nothing else: as ``bench.floor.ObligedQueue`` without its lock (one loop's tasks need
+    none): check its arguments (``block``, ``timeout``, the receipt's type), read the time from
+    an injected clock (``impl.MonotonicClock``), and hand out :class:`impl.Message` and
+    :class:`impl.Receipt` values, built as ``impl``'s machine builds them. Its ratio to
+    ``asyncio.Queue`` is the most any design of ``impl.AsyncQueue`` can reach."""
+
+    def __init__(self, visibility_timeout: float) -> None:
+        super().__init__(visibility_timeout)
+        self.clock = MonotonicClock()
+
+    async def send(self, body: str, *, block: bool = True, timeout: float | None = None) -> str:
+        if block is not True and block is not False:
+            raise TypeError("block must be a bool")
+        if timeout is not None and not (type(timeout) is float and 0.0 <= timeout < INF):
+            raise TypeError("timeout must be a finite float >= 0")
+        self.clock.now()  # read, as impl's send reads the time it keeps
+        f = self.floor
+        id = f"msg-{next(f.ids)}"
+        f.accepted.add(id)
+        f.visible[id] = FloorRecord(id, body)
+        return id
+
+    async def receive(  # type: ignore[override]
+        self, *, block: bool = True, timeout: float | None = None
+    ) -> Message[str]:
+        if block is not True and block is not False:
+            raise TypeError("block must be a bool")
+        if timeout is not None and not (type(timeout) is float and 0.0 <= timeout < INF):
+            raise TypeError("timeout must be a finite float >= 0")
+        f = self.floor
+        _, rec = f.visible.popitem(last=False)
+        rec.attempt = attempt = rec.attempt + 1
+        f.started += 1
+        rec.seq = f.started
+        rec.deadline = deadline = self.clock.now() + f.vt
+        id = rec.id
+        f.in_flight[id] = rec
+        heapq.heappush(f.timers, (deadline, rec.seq, id, attempt))
+        r: Receipt = new_object(Receipt)
+        set_receipt_queue(r, 1)
+        set_receipt_id(r, id)
+        set_receipt_attempt(r, attempt)
+        m: Message[str] = new_object(Message)
+        set_message_id(m, id)
+        set_message_body(m, rec.body)
+        set_message_attempt(m, attempt)
+        set_message_receipt(m, r)
+        return m
+
+    def delete(self, receipt: Any) -> bool:
+        if not isinstance(receipt, Receipt):
+            raise TypeError("receipt must be a Receipt")
+        f = self.floor
+        rec = f.in_flight.get(receipt.id)
+        if rec is None or rec.attempt != receipt.attempt:
+            return False
+        del f.in_flight[rec.id]
+        f.done.add(rec.id)
+        return True
+
+
 def floor_cycles(n: int, p: int, c: int) -> float:
     """Cycles per second of :class:`AsyncFloor`, the tasks and N of :func:`aio_cycles` (the
     producers send all before a consumer receives: the floor never waits)."""
@@ -178,6 +260,29 @@ def floor_cycles(n: int, p: int, c: int) -> float:
         elapsed = await _timed([produce() for _ in range(p)] + [consume() for _ in range(c)])
         if len(q.floor.done) != n:
             raise RuntimeError(f"the asyncio floor finished {len(q.floor.done)} of {n}")
+        return n / elapsed
+
+    return _run(main)
+
+
+def obliged_cycles(n: int, p: int, c: int) -> float:
+    """Cycles per second of :class:`AsyncObliged`, the tasks and N of :func:`floor_cycles`."""
+    per_p, per_c = _split(n, p, c)
+
+    async def main() -> float:
+        q = AsyncObliged(3600.0)
+
+        async def produce() -> None:
+            for _ in range(per_p):
+                await q.send(BODY)
+
+        async def consume() -> None:
+            for _ in range(per_c):
+                q.delete((await q.receive()).receipt)
+
+        elapsed = await _timed([produce() for _ in range(p)] + [consume() for _ in range(c)])
+        if len(q.floor.done) != n:
+            raise RuntimeError(f"the obliged asyncio floor finished {len(q.floor.done)} of {n}")
         return n / elapsed
 
     return _run(main)
@@ -403,7 +508,8 @@ def profile_cycles(n: int) -> tuple[list[tuple[str, float]], list[tuple[str, flo
 def cycle_costs(n: int, repeat: int = 3) -> dict[str, float]:
     """Microseconds per cycle, best of ``repeat``, in one loop with no other task (all sends,
     then every receive + delete): ``impl.AsyncQueue``; the same calls on a plain ``impl.Queue``
-    with ``block=False`` and no event loop (the inner queue's share); ``asyncio.Queue``."""
+    with ``block=False`` and no event loop (the machine's share); :class:`AsyncObliged` (what
+    any design must spend); ``asyncio.Queue``."""
 
     def plain() -> float:
         q: Queue[str] = Queue(visibility_timeout=3600.0)
@@ -427,6 +533,15 @@ def cycle_costs(n: int, repeat: int = 3) -> dict[str, float]:
         q.close()
         return elapsed
 
+    async def obliged() -> float:
+        q = AsyncObliged(3600.0)
+        t0 = time.perf_counter()
+        for _ in range(n):
+            await q.send(BODY)
+        for _ in range(n):
+            q.delete((await q.receive()).receipt)
+        return time.perf_counter() - t0
+
     async def stdlib() -> float:
         q: asyncio.Queue[str] = asyncio.Queue()
         t0 = time.perf_counter()
@@ -442,6 +557,7 @@ def cycle_costs(n: int, repeat: int = 3) -> dict[str, float]:
         for name, seconds in (
             (AIO, asyncio.run(driver())),
             ("impl.Queue, block=False, no loop", plain()),
+            (OBLIGED, asyncio.run(obliged())),
             (ASYNCIO, asyncio.run(stdlib())),
         ):
             best[name] = min(best.get(name, float("inf")), seconds / n * 1e6)
@@ -470,7 +586,8 @@ def format_profile(n: int) -> str:
     lines.append(
         f"  the 1/1 target ({target:g}x) needs {costs[ASYNCIO] / target:.2f} us or less per "
         f"cycle; the machine's steps alone (impl.Queue, block=False, no loop) take "
-        f"{costs['impl.Queue, block=False, no loop'] / costs[ASYNCIO]:.1f}x asyncio.Queue's"
+        f"{costs['impl.Queue, block=False, no loop'] / costs[ASYNCIO]:.1f}x asyncio.Queue's, "
+        f"{OBLIGED} {costs[OBLIGED] / costs[ASYNCIO]:.1f}x"
     )
     files, functions = profile_cycles(n)
     lines.append(f"impl.AsyncQueue's 1/1 cycle ({n:,} cycles): own-time share by file (cProfile)")
@@ -507,6 +624,7 @@ def rows(sizes: Sizes, repeat: int) -> list[Row]:
             (f"{p}x{c}:{AIO}", partial(aio_cycles, n, p, c)),
             (f"{p}x{c}:{ASYNCIO}", partial(asyncio_cycles, n, p, c)),
             (f"{p}x{c}:{FLOOR}", partial(floor_cycles, n, p, c)),
+            (f"{p}x{c}:{OBLIGED}", partial(obliged_cycles, n, p, c)),
             (f"{p}x{c}:thread:{AIO}", partial(aio_cycles, nt, p, c)),
             (f"{p}x{c}:{TO_THREAD}", partial(to_thread_cycles, nt, p, c)),
         ]
@@ -535,6 +653,15 @@ def rows(sizes: Sizes, repeat: int) -> list[Row]:
                 med(f), "asyncio.Queue put+get", med(b),
                 "the floor queue's work per message in coroutines, no lock: its ratio bounds "
                 f"any asyncio queue with these semantics; ratio of each run: {_ratios(f, b)}")
+        )  # fmt: skip
+        o = runs[f"{p}x{c}:{OBLIGED}"]
+        out.append(
+            row(f"aio_{p}x{c}_obliged_vs_asyncio",
+                f"asyncio cycle throughput {p}/{c} tasks, {OBLIGED} vs {ASYNCIO}", "cycles/s",
+                med(o), "asyncio.Queue put+get", med(b),
+                "the asyncio floor plus the contract's argument checks, injected clock and "
+                "Message/Receipt values: its ratio bounds any design of impl.AsyncQueue; ratio "
+                f"of each run: {_ratios(o, b)}")
         )  # fmt: skip
     a, b = runs[f"batch:{AIO}"], runs[f"batch:{ASYNCIO}"]
     out.append(

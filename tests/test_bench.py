@@ -8,6 +8,7 @@ and a ratio consistent with both, and that targets are judged and shown.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import math
 import os
@@ -26,6 +27,7 @@ import bench.server as bench_server
 from bench.cycle import BatchRun, impl_batch_run, one_cpu, optional
 from bench.report import Row, format_table
 from bench.suite import TARGETS, Target
+from impl import Message, Receipt
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -54,6 +56,8 @@ EXPECTED_KEYS = {
     "aio_4x4_vs_asyncio",
     "aio_1x1_floor_vs_asyncio",
     "aio_4x4_floor_vs_asyncio",
+    "aio_1x1_obliged_vs_asyncio",
+    "aio_4x4_obliged_vs_asyncio",
     "aio_batch_4x4_vs_asyncio",
     "aio_1x1_vs_to_thread",
     "aio_4x4_vs_to_thread",
@@ -343,6 +347,31 @@ def test_aio_workloads_finish_every_message(p: int, c: int) -> None:
     assert bench_aio.aio_cycles(120, p, c) > 0
     assert bench_aio.asyncio_cycles(120, p, c) > 0
     assert bench_aio.to_thread_cycles(12 * p * c, p, c) > 0
+    assert bench_aio.floor_cycles(120, p, c) > 0
+    assert bench_aio.obliged_cycles(120, p, c) > 0
+
+
+def test_the_obliged_asyncio_floor_does_what_the_contract_obliges() -> None:
+    # Its ratio bounds impl.AsyncQueue only if it does the work every design must do: check
+    # its arguments and hand out impl's Message and Receipt, whose receipt deletes once.
+    async def main() -> None:
+        q = bench_aio.AsyncObliged(3600.0)
+        with pytest.raises(TypeError, match="block"):
+            await q.send("x", block=1)  # type: ignore[arg-type]
+        with pytest.raises(TypeError, match="timeout"):
+            await q.send("x", timeout=-1.0)
+        sent = await q.send("x")
+        with pytest.raises(TypeError, match="timeout"):
+            await q.receive(timeout=float("inf"))
+        m = await q.receive()
+        assert isinstance(m, Message) and isinstance(m.receipt, Receipt)
+        assert (m.id, m.body, m.attempt) == (sent, "x", 1)
+        with pytest.raises(TypeError, match="receipt"):
+            q.delete((m.id, 1))
+        assert q.delete(m.receipt) is True
+        assert q.delete(m.receipt) is False
+
+    asyncio.run(main())
 
 
 def test_aio_batches_deliver_each_message_exactly_once() -> None:
