@@ -5,9 +5,10 @@ its own, drives one queue (standard or FIFO) with a seeded load of sends, batch 
 receives, deletes and clock advances over plain AWS JSON 1.0 (:class:`RawSqs`, so the point
 where the process dies is the test's, not a client library's retries), and kills it with
 SIGKILL at a seeded point: between two operations, or after writing a request and before
-reading its answer, a few milliseconds in (so the kill may land inside the operation or its
-commit). Then it starts the endpoint again on the same file, and again, as many times as
-asked.
+reading its answer, either at once (so the kill may land before, inside or after the
+operation or its commit) or once the answer has arrived unread. No kill waits on the wall
+clock: the points are events of the run. Then it starts the endpoint again on the same file,
+and again, as many times as asked.
 
 The judge is the executable spec (``spec``), in lockstep with the run: every answered
 operation is applied to the spec's state and its answer compared (the bodies and attempts
@@ -29,10 +30,10 @@ import http.client
 import json
 import random
 import re
+import select
 import signal
 import subprocess
 import sys
-import time
 import urllib.parse
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -121,6 +122,15 @@ class RawSqs:
         if status != 200:
             raise CrashRunError(f"{op} {params} answered {status} {out}")
         return out
+
+    def wait_answer(self) -> bool:
+        """Wait, at most :data:`BOUND` seconds, until the answer to the request written last
+        starts to arrive, and read none of it: whether it did."""
+        sock = self._conn.sock
+        if sock is None:
+            return False
+        ready, _, _ = select.select([sock], [], [], BOUND)
+        return bool(ready)
 
     def write_control(self, path: str, body: dict[str, Any] | None = None) -> None:
         self._conn.request(
@@ -213,12 +223,19 @@ class CrashRun:
             op, params = self._next_op(model)
             if k == kill_at:
                 after = self._apply(model, op, params, None)
-                if mid_op and op == "advance":
-                    client.write_control("/advance", {"seconds": ADVANCE})
-                elif mid_op:
-                    client.write(op, params)
-                    time.sleep(self.rng.uniform(0.0, 0.004))  # where the kill lands: random
-                self.log.append(f"kill {'during' if mid_op else 'before'} {op} {params}")
+                answered = False
+                if mid_op:
+                    if op == "advance":
+                        client.write_control("/advance", {"seconds": ADVANCE})
+                    else:
+                        client.write(op, params)
+                    # Where the kill lands: as soon as the request is written (before or
+                    # inside the operation or its commit), or once the answer has arrived,
+                    # unread (the commit made, the client told).
+                    if self.rng.random() < 0.5:
+                        answered = client.wait_answer()
+                when = "after the answer to" if answered else "during" if mid_op else "before"
+                self.log.append(f"kill {when} {op} {params}")
                 proc.send_signal(signal.SIGKILL)
                 return [model, after] if mid_op else [model]
             status: int
