@@ -16,14 +16,14 @@ import json
 import socket
 import struct
 import threading
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import boto3  # type: ignore[import-untyped]
 import botocore.config  # type: ignore[import-untyped]
 import botocore.exceptions  # type: ignore[import-untyped]
 import pytest
+from endpoint_loop import wait_until
 
 import sqs_endpoint
 from sqs_endpoint.service import Service
@@ -76,16 +76,6 @@ def served() -> Iterator[tuple[sqs_endpoint.Endpoint, _Spy]]:
 
     with sqs_endpoint.serve(port=0, clock="fake", service=build) as ep:
         yield ep, spies[0]
-
-
-def _until(ep: sqs_endpoint.Endpoint, what: Callable[[], bool], about: str) -> None:
-    """Hop to the endpoint's loop until ``what()`` holds there (TIMEOUT seconds at most: a
-    bound, never what decides)."""
-    end = time.monotonic() + TIMEOUT
-    while time.monotonic() < end:
-        if ep._on_loop(what):
-            return
-    raise AssertionError(f"not within {TIMEOUT} s: {about}")
 
 
 def _client(url: str, **config: Any) -> Any:
@@ -160,7 +150,7 @@ def test_a_poll_whose_client_left_takes_nothing(
     url = _queue(sqs, fifo)
     sock = _raw_poll(ep, url, n)
     assert spy.entered.wait(TIMEOUT)
-    _until(ep, lambda: spy.receivers(_name(fifo)) == 1, "the poll is parked")
+    wait_until(ep, lambda: spy.receivers(_name(fifo)) == 1, "the poll is parked")
     _leave(sock, how)
     # The dead poll ends when its client leaves, not after its 20 s, answers nothing, and no
     # longer waits on the queue.
@@ -188,7 +178,7 @@ def test_a_live_receiver_behind_a_dead_poll_gets_the_message_at_once(
     name = _name(fifo)
     dead = _raw_poll(ep, url, 10)
     assert spy.entered.wait(TIMEOUT)
-    _until(ep, lambda: spy.receivers(name) == 1, "the dead poll is parked")
+    wait_until(ep, lambda: spy.receivers(name) == 1, "the dead poll is parked")
     got: list[dict[str, Any]] = []
 
     def live() -> None:
@@ -196,7 +186,7 @@ def test_a_live_receiver_behind_a_dead_poll_gets_the_message_at_once(
 
     receiver = threading.Thread(target=live)
     receiver.start()
-    _until(ep, lambda: spy.receivers(name) == 2, "the live poll is parked behind it")
+    wait_until(ep, lambda: spy.receivers(name) == 2, "the live poll is parked behind it")
     _leave(dead, how)
     assert spy.ended.wait(TIMEOUT)
     assert spy.answers == [{}]  # the dead poll, first in line, ended and answered nothing

@@ -18,8 +18,7 @@ import socket
 import subprocess
 import sys
 import threading
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +26,7 @@ import boto3  # type: ignore[import-untyped]
 import botocore.config  # type: ignore[import-untyped]
 import botocore.exceptions  # type: ignore[import-untyped]
 import pytest
+from endpoint_loop import wait_until
 
 import sqs_endpoint
 from sqs_endpoint.__main__ import FILES_BESIDE_CONNECTIONS
@@ -159,16 +159,6 @@ def test_a_request_trickled_in_is_answered_408_when_its_time_is_up(
         answer = read_all(sock)
     assert sent < len(request), "the whole request went out before any answer"
     assert answer.startswith(b"HTTP/1.1 408 "), answer
-
-
-def wait_until(ep: sqs_endpoint.Endpoint, what: Callable[[], bool], about: str) -> None:
-    """Hop to the endpoint's loop until ``what()`` holds there (TIMEOUT seconds at most: a
-    bound, never what decides)."""
-    end = time.monotonic() + TIMEOUT
-    while time.monotonic() < end:
-        if ep._on_loop(what):
-            return
-    raise AssertionError(f"not within {TIMEOUT} s: {about}")
 
 
 #: A body near SQS's 256 KiB limit: ten of them make an answer of 2.5 MB; ASKED answers (each
