@@ -171,10 +171,9 @@ def test_the_answer_holds_with_the_fix_and_fails_without_it(tmp_path: Path) -> N
     assert wrong.summary == "violation (Invariant DeletedOnce)"
 
 
-def test_without_java_python_m_tla_says_how_to_install_it_in_one_line(tmp_path: Path) -> None:
-    assert shutil.which("java", path=str(tmp_path)) is None
-    env = {k: v for k, v in os.environ.items() if k != "PATH"} | {"PATH": str(tmp_path)}
-    done = subprocess.run(
+def _first_queue_with(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """``python -m tla --model FirstQueue`` run with environment ``env``."""
+    return subprocess.run(
         [sys.executable, "-m", "tla", "--model", "FirstQueue"],
         capture_output=True,
         text=True,
@@ -183,6 +182,12 @@ def test_without_java_python_m_tla_says_how_to_install_it_in_one_line(tmp_path: 
         timeout=60,
         check=False,
     )
+
+
+def test_without_java_python_m_tla_says_how_to_install_it_in_one_line(tmp_path: Path) -> None:
+    assert shutil.which("java", path=str(tmp_path)) is None
+    env = {k: v for k, v in os.environ.items() if k != "PATH"} | {"PATH": str(tmp_path)}
+    done = _first_queue_with(env)
     assert done.returncode == 2
     assert done.stdout == ""
     assert done.stderr == f"python -m tla: {INSTALL_JAVA}\n"
@@ -208,15 +213,7 @@ def test_an_unusable_java_gets_one_line_naming_it(tmp_path: Path, script: str, s
     java.write_text(f"#!/bin/sh\n{script}\n")
     java.chmod(0o755)
     env = {k: v for k, v in os.environ.items() if k != "PATH"} | {"PATH": f"{tmp_path}:/bin"}
-    done = subprocess.run(
-        [sys.executable, "-m", "tla", "--model", "FirstQueue"],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        env=env,
-        timeout=60,
-        check=False,
-    )
+    done = _first_queue_with(env)
     assert done.returncode == 2
     assert done.stdout == ""
     lines = done.stderr.splitlines()
