@@ -12,9 +12,10 @@ instead of hanging it.
 - *Batch throughput*, 4/4 tasks: ``send_batch`` of ten fresh ``impl.Entry``, ``receive_batch(10)``
   + ``delete_batch``, messages per second; baseline ``asyncio.Queue`` put / get per message.
 - *Floors*: the same cycle on :class:`AsyncFloor` (the floor queue's work in coroutines, no
-  lock) and on :class:`AsyncObliged` (that plus the contract's argument checks, injected clock
-  and ``Message``/``Receipt`` values): their ratios to ``asyncio.Queue`` bound any asyncio
-  queue with these semantics, and any design of ``impl.AsyncQueue``.
+  lock) and on :class:`AsyncObliged` (that plus each test and step the contract obliges per
+  message, as ``bench.floor.ObligedQueue`` without its lock): their ratios to
+  ``asyncio.Queue`` bound any asyncio queue with these semantics, and any design of
+  ``impl.AsyncQueue``.
 - *Against threads*: the same cycle with ``impl.Queue`` driven from the loop through
   ``asyncio.to_thread`` (send and receive in the default executor; delete, which never waits,
   called directly): what a user gets by wrapping the threaded queue instead.
@@ -36,6 +37,7 @@ import heapq
 import json
 import os
 import platform
+import queue
 import statistics
 import sys
 import time
@@ -45,9 +47,10 @@ from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from bench.floor import FloorQueue, FloorRecord
+from bench.floor import FloorQueue, FloorRecord, ObligedQueue
 from impl.aio import AsyncQueue
 from impl.clock import MonotonicClock
+from impl.driver import QUEUE_DEFAULT, Default
 from impl.errors import ShutDown
 from impl.message import (
     Entry,
@@ -63,7 +66,7 @@ from impl.message import (
     set_receipt_queue,
 )
 from impl.queue import MAX_BATCH, Queue
-from impl.validate import INF
+from impl.validate import INF, check_optional_time
 
 if TYPE_CHECKING:
     from bench.report import Row
@@ -179,49 +182,87 @@ class AsyncFloor:
 
 
 class AsyncObliged(AsyncFloor):
-    """The asyncio floor doing what the contract obliges *every* asyncio queue to do, and
-    nothing else: as ``bench.floor.ObligedQueue`` without its lock (one loop's tasks need
-    none): check its arguments (``block``, ``timeout``, the receipt's type), read the time from
-    an injected clock (``impl.MonotonicClock``), and hand out :class:`impl.Message` and
-    :class:`impl.Receipt` values, built as ``impl``'s machine builds them. Its ratio to
-    ``asyncio.Queue`` is the most any design of ``impl.AsyncQueue`` can reach. Its steps are
-    ``ObligedQueue``'s written out again, not shared through a helper: a call per message would
-    slow the floor and so understate the bound."""
+    """The asyncio floor doing what the contract obliges *every* asyncio queue to do per
+    message, and nothing else: ``bench.floor.ObligedQueue``'s obligations (its docstring lists
+    them, each with its contract section) without its lock, one loop's tasks needing none:
+    check the arguments, read the time from an injected clock (``impl.MonotonicClock``), test
+    the optional ``id`` and ``delay``, the shutdown, the capacity, retention and a dead-letter
+    system, skip a fresh id a caller took, honour the call's visibility timeout (``None``: no
+    deadline), keep the aim of the timer that fires deadlines (an earlier deadline re-aims it),
+    count the waiters a step must wake, let only a live receipt of this queue act, and hand
+    out :class:`impl.Message` and :class:`impl.Receipt` values, built as ``impl``'s machine
+    builds them. Its ratio to ``asyncio.Queue`` is the most any design of ``impl.AsyncQueue``
+    can reach. Its steps are ``ObligedQueue``'s written out again, not shared through a helper:
+    a call per message would slow the floor and so understate the bound."""
 
     def __init__(self, visibility_timeout: float) -> None:
-        super().__init__(visibility_timeout)
+        self.state = ObligedQueue(visibility_timeout)  # its fields; its lock is never taken
+        self.floor = self.state
         self.clock = MonotonicClock()
 
-    async def send(self, body: str, *, block: bool = True, timeout: float | None = None) -> str:
+    async def send(
+        self,
+        body: str,
+        *,
+        id: str | None = None,
+        delay: float | None = None,
+        block: bool = True,
+        timeout: float | None = None,
+    ) -> str:
         if block is not True and block is not False:
             raise TypeError("block must be a bool")
         if timeout is not None and not (type(timeout) is float and 0.0 <= timeout < INF):
             raise TypeError("timeout must be a finite float >= 0")
-        self.clock.now()  # read, as impl's send reads the time it keeps
-        f = self.floor
-        id = f"msg-{next(f.ids)}"
-        f.accepted.add(id)
-        f.visible[id] = FloorRecord(id, body)
-        return id
+        f = self.state
+        if delay is None:
+            delay = f.delay
+        self.clock.now()  # read, as every send reads the time (a delay counts from it)
+        if f.shut:
+            raise ShutDown("send on a queue that has been shut down")
+        if id is not None or delay or f.retention is not None or f.system is not None:
+            raise f.refusal(id, delay)
+        cap = f.capacity
+        if cap is not None and len(f.visible) + len(f.in_flight) >= cap:
+            raise queue.Full
+        accepted = f.accepted
+        while (fresh := f"msg-{next(f.ids)}") in accepted:
+            pass  # a caller chose this one
+        accepted.add(fresh)
+        f.visible[fresh] = FloorRecord(fresh, body)
+        if f.waiting:
+            f.waiting -= 1  # a waiter's future would be resolved here; the floor has none
+        return fresh
 
     async def receive(  # type: ignore[override]
-        self, *, block: bool = True, timeout: float | None = None
+        self,
+        *,
+        block: bool = True,
+        timeout: float | None = None,
+        visibility_timeout: float | Default | None = QUEUE_DEFAULT,
     ) -> Message[str]:
         if block is not True and block is not False:
             raise TypeError("block must be a bool")
         if timeout is not None and not (type(timeout) is float and 0.0 <= timeout < INF):
             raise TypeError("timeout must be a finite float >= 0")
-        f = self.floor
+        f = self.state
+        if visibility_timeout is QUEUE_DEFAULT:
+            vt: float | None = f.vt
+        else:
+            vt = check_optional_time("visibility_timeout", visibility_timeout)
         _, rec = f.visible.popitem(last=False)
         rec.attempt = attempt = rec.attempt + 1
-        f.started += 1
-        rec.seq = f.started
-        rec.deadline = deadline = self.clock.now() + f.vt
+        f.started = seq = f.started + 1
+        rec.seq = seq
         id = rec.id
         f.in_flight[id] = rec
-        heapq.heappush(f.timers, (deadline, rec.seq, id, attempt))
+        if vt is not None:  # None: no deadline, no timer
+            rec.deadline = deadline = self.clock.now() + vt
+            heapq.heappush(f.timers, (deadline, seq, id, attempt))
+            aim = f.aim
+            if aim is None or deadline < aim:  # an earlier deadline: re-aim the loop timer
+                f.aim = deadline
         r: Receipt = new_object(Receipt)
-        set_receipt_queue(r, 1)
+        set_receipt_queue(r, f.token)
         set_receipt_id(r, id)
         set_receipt_attempt(r, attempt)
         m: Message[str] = new_object(Message)
@@ -234,12 +275,14 @@ class AsyncObliged(AsyncFloor):
     def delete(self, receipt: Any) -> bool:
         if not isinstance(receipt, Receipt):
             raise TypeError("receipt must be a Receipt")
-        f = self.floor
+        f = self.state
         rec = f.in_flight.get(receipt.id)
-        if rec is None or rec.attempt != receipt.attempt:
+        if rec is None or rec.attempt != receipt.attempt or receipt.queue != f.token:
             return False
         del f.in_flight[rec.id]
         f.done.add(rec.id)
+        if f.senders:
+            f.senders -= 1  # a sender's future would be resolved here; the floor has none
         return True
 
 
@@ -659,9 +702,9 @@ def rows(sizes: Sizes, repeat: int) -> list[Row]:
             row(f"aio_{p}x{c}_obliged_vs_asyncio",
                 f"asyncio cycle throughput {p}/{c} tasks, {OBLIGED} vs {ASYNCIO}", "cycles/s",
                 med(o), "asyncio.Queue put+get", med(b),
-                "the asyncio floor plus the contract's argument checks, injected clock and "
-                "Message/Receipt values: its ratio bounds any design of impl.AsyncQueue; ratio "
-                f"of each run: {_ratios(o, b)}")
+                "the asyncio floor plus each test and step the contract obliges per message "
+                "(bench.floor.ObligedQueue's, without its lock): its ratio bounds any design of "
+                f"impl.AsyncQueue; ratio of each run: {_ratios(o, b)}")
         )  # fmt: skip
     a, b = runs[f"batch:{AIO}"], runs[f"batch:{ASYNCIO}"]
     out.append(

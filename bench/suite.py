@@ -18,8 +18,8 @@ The batch rows move messages ten at a time through 4 producers and 4 consumers a
 compare messages per second with ``queue.Queue``'s one put and one get per message. The rows
 "vs the floor queue" put ``impl.Queue`` beside ``bench.floor.FloorQueue``, the least queue with
 these semantics, each pinned to one CPU (``bench.floor``, also ``python -m bench.floor``), and
-beside it the obliged floor, the floor plus what the contract obliges any implementation to do:
-the ratio no design can pass. The last
+beside it the obliged floor, the floor plus each test and step the contract obliges any
+implementation to make per message: the ratio no design can pass. The last
 rows are the asyncio driver's beside ``asyncio.Queue`` (``bench.aio``, also ``python -m
 bench.aio``), then the SQS endpoint's beside moto's server, through one boto3 client
 (``bench.server``, also ``python -m bench.server``; its own repeats, about a minute).

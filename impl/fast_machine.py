@@ -40,7 +40,6 @@ from impl.message import (
     set_receipt_queue,
 )
 from impl.outcome import ACCEPTED, ACTED, DELIVERED, Blocked, Outcome, new_outcome
-from impl.timers import Timer, new_timer
 from impl.validate import INF
 
 __all__ = ["FastMachine"]
@@ -124,7 +123,7 @@ class FastMachine(Machine[T]):
         set_receipt_attempt(r, attempt)
         rec.receipt = r
         timers = self.timers
-        heapq.heappush(timers, new_timer(Timer, (deadline, seq, id, attempt)))
+        heapq.heappush(timers, (deadline, seq, id, attempt))
         if len(timers) > 2 * (len(in_flight) + len(self.delayed)) + 16:
             self.compact()
         m: Message[T] = new_object(Message)
@@ -234,7 +233,7 @@ class FastMachine(Machine[T]):
             set_receipt_id(r, id)
             set_receipt_attempt(r, attempt)
             rec.receipt = r
-            heapq.heappush(timers, new_timer(Timer, (deadline, seq, id, attempt)))
+            heapq.heappush(timers, (deadline, seq, id, attempt))
             m: Message[T] = new_object(Message)
             set_message_id(m, id)
             set_message_body(m, rec.body)

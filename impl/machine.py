@@ -94,7 +94,7 @@ from impl.outcome import (
     TraceStep,
     new_outcome,
 )
-from impl.timers import DELAY, RETENTION, TICK, Timer, Timers, new_timer
+from impl.timers import DELAY, RETENTION, TICK, Timer, Timers
 from impl.validate import check_later
 
 if TYPE_CHECKING:
@@ -685,7 +685,8 @@ class Machine(Generic[T]):
             count += len(group)
             group.clear()
         if self.ticks:
-            self.timers.rebuild([t for t in self.timers if self.current(t) is TICK_RECORD])
+            ticks = [t for t in self.timers.entries() if self.current(t) is TICK_RECORD]
+            self.timers.rebuild(ticks)
         else:
             self.timers.clear()
         return Outcome(ACTED, count, 0, count, None, ())
@@ -958,8 +959,10 @@ class Machine(Generic[T]):
     def arm_deadline(self, rec: Record[T]) -> None:
         """Put the in-flight ``rec``'s deadline (set) where the sweep looks."""
         timers = self.timers
+        deadline = rec.deadline
+        assert deadline is not None, "arm_deadline arms a set deadline"
         # push_timer written out (on the path of every receive with a deadline).
-        heapq.heappush(timers, new_timer(Timer, (rec.deadline, rec.seq, rec.id, rec.attempt)))
+        heapq.heappush(timers, (deadline, rec.seq, rec.id, rec.attempt))
         if len(timers) > 2 * (len(self.in_flight) + len(self.delayed)) + 16:
             self.compact()
 
@@ -1005,9 +1008,10 @@ class Machine(Generic[T]):
                 for r in group.values():
                     if r.kept:
                         yield Timer(r.enqueued_at + retention, r.kept, r.id, RETENTION)
-        for t in self.timers:
-            if t.attempt == TICK and self.ticks.get(t.id) == t.seq:
-                yield t
+        if self.ticks:  # a redrive task's tick has no record to rebuild it from
+            for t in self.timers.entries():
+                if t.attempt == TICK and self.ticks.get(t.id) == t.seq:
+                    yield t
 
     def compact(self) -> None:
         """Rebuild the heap from :meth:`live_timers`, dropping stale entries. With a retention
@@ -1017,6 +1021,9 @@ class Machine(Generic[T]):
             live = len(self.in_flight) + self.active() + len(self.ticks)
             if len(self.timers) <= 2 * live + 16:
                 return
+        elif not self.in_flight and not self.delayed:
+            self.timers.clear()  # nothing has a timer: every entry is stale
+            return
         self.timers.rebuild(list(self.live_timers()))
 
     def current(self, timer: Timer) -> Record[T] | None:

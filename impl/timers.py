@@ -23,7 +23,7 @@ amortized. This module knows nothing about messages: no lock, no clock, no threa
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Final, NamedTuple
 
 #: ``Timer.attempt`` of a delayed message's ``visible_at``.
@@ -67,12 +67,20 @@ class Timer(NamedTuple):
         return self.attempt == TICK
 
 
-class Timers(list[Timer]):
-    """A heap of :class:`Timer` entries, earliest first: a list kept in ``heapq`` order.
+#: A heap entry: a :class:`Timer`'s four fields as a plain tuple, which the heap orders alike.
+#: A receive pushes one per delivery, and a plain tuple costs a quarter of a named tuple to
+#: make (``python -m bench.floor``'s profile); what reads the heap gets :class:`Timer` values.
+Entry = tuple[float, int, str, int]
+
+
+class Timers(list[Entry]):
+    """A heap of timer entries, earliest first: a list kept in ``heapq`` order.
 
     A list itself (not a wrapper of one) so that the hot path pays no method call: the machine
-    pushes with ``heapq.heappush(timers, timer)`` and counts with ``len(timers)``. Only the
-    queue's core touches it, with the queue's lock held.
+    pushes with ``heapq.heappush(timers, (due, seq, id, attempt))`` and counts with
+    ``len(timers)``. Entries go in as plain tuples or :class:`Timer` values (both order alike)
+    and come out as :class:`Timer` values, read by name: :meth:`first`, :meth:`pop_first`,
+    :meth:`entries`. Only the queue's machine touches it, with the queue's lock held.
     """
 
     __slots__ = ()
@@ -82,11 +90,16 @@ class Timers(list[Timer]):
 
     def first(self) -> Timer | None:
         """The earliest entry, current or stale, or ``None`` when empty."""
-        return self[0] if self else None
+        return new_timer(Timer, self[0]) if self else None
 
     def pop_first(self) -> Timer:
         """Remove and return the earliest entry (the heap must not be empty)."""
-        return heapq.heappop(self)
+        return new_timer(Timer, heapq.heappop(self))
+
+    def entries(self) -> Iterator[Timer]:
+        """Every entry, current or stale, in heap (not time) order."""
+        for entry in self:
+            yield new_timer(Timer, entry)
 
     def rebuild(self, current: Iterable[Timer]) -> None:
         """Replace every entry by ``current``: the owner's live timers, stale ones dropped."""
@@ -94,6 +107,6 @@ class Timers(list[Timer]):
         heapq.heapify(self)
 
 
-#: ``Timer(due, seq, id, attempt)`` without the Python-level ``__new__`` of a named tuple, for
-#: the hot path: ``new_timer(Timer, (due, seq, id, attempt))``.
+#: ``Timer(due, seq, id, attempt)`` without the Python-level ``__new__`` of a named tuple:
+#: ``new_timer(Timer, entry)`` views a heap entry as a :class:`Timer`.
 new_timer = tuple.__new__

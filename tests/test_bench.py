@@ -12,6 +12,7 @@ import asyncio
 import json
 import math
 import os
+import queue
 import subprocess
 import sys
 import threading
@@ -27,7 +28,7 @@ import bench.server as bench_server
 from bench.cycle import BatchRun, impl_batch_run, one_cpu, optional
 from bench.report import Row, format_table
 from bench.suite import TARGETS, Target
-from impl import Message, Receipt
+from impl import Message, Receipt, ShutDown
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -368,8 +369,27 @@ def test_the_obliged_asyncio_floor_does_what_the_contract_obliges() -> None:
         assert (m.id, m.body, m.attempt) == (sent, "x", 1)
         with pytest.raises(TypeError, match="receipt"):
             q.delete((m.id, 1))
+        other = bench_aio.AsyncObliged(3600.0)
+        other.state.token = 2
+        await other.send("y")
+        foreign = (await other.receive()).receipt
+        assert (foreign.id, foreign.attempt) == (m.id, m.attempt)
+        assert q.delete(foreign) is False, "a receipt of another queue never acts"
         assert q.delete(m.receipt) is True
         assert q.delete(m.receipt) is False
+        # The per-message obligations of bench.floor.ObligedQueue, without its lock.
+        with pytest.raises(ValueError, match="ids"):
+            await q.send("x", id="mine")
+        q.state.accepted.add("msg-2")  # as if a caller had chosen the next fresh id
+        assert await q.send("x") == "msg-3", "a generated id never collides with a used one"
+        n = await q.receive(visibility_timeout=None)
+        assert n.id not in [t[2] for t in q.state.timers], "no deadline: no timer"
+        q.state.capacity = 1
+        with pytest.raises(queue.Full):
+            await q.send("x")
+        q.state.shut = True
+        with pytest.raises(ShutDown):
+            await q.send("x")
 
     asyncio.run(main())
 

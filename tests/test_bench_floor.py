@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from bench import floor
+from impl.errors import ShutDown
 from impl.message import Entry
 
 
@@ -51,6 +52,13 @@ def test_the_report_has_every_figure_and_the_parts_add_up(tmp_path: Path) -> Non
     # The parts are measured one by one; their sum must come near what tracemalloc saw
     # for the whole queue (within a quarter: allocator rounding and container slack).
     assert abs(sum(parts.values()) - result["memory"]["impl.Queue"]) < 0.25 * sum(parts.values())
+    # One operation at a time: each kind's send, receive and delete, in microseconds.
+    assert set(result["per_op"]) == set(floor.OP_KINDS)
+    assert all(
+        set(us) == set(floor.OPS) and min(us.values()) > 0 for us in result["per_op"].values()
+    )
+    report = floor.text(result)
+    assert "(impl.Queue - the obliged floor)" in report and "one operation at a time" in report
     shares = [share for _, share in result["profile"]]
     assert shares == sorted(shares, reverse=True) and 0 < sum(shares) <= 1
     # The written-out steps of the queue's machine are where its cycle spends its own time.
@@ -80,3 +88,55 @@ def test_the_obliged_floor_batches_check_entries_and_delete_only_live_receipts()
     assert q.delete_receipts(receipts) == [True, True]
     assert q.delete_receipts(receipts) == [False, False]  # each receipt deletes once
     assert list(q.visible) == [ids[2]] and not q.in_flight
+
+
+def test_the_obliged_floor_does_what_the_contract_obliges_per_message() -> None:
+    # Its ratio bounds impl.Queue's only if each test and step it makes is one every design
+    # makes (docs/contract.md sections 1 and 3); each is exercised here, through its API.
+    q = floor.ObligedQueue(visibility_timeout=floor.HOUR, capacity=2)
+    with pytest.raises(TypeError, match="block"):
+        q.send("A", block=1)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="ids"):
+        q.send("A", id="mine")
+    with pytest.raises(ValueError, match="delays"):
+        q.send("A", delay=1.0)
+    assert not q.visible and not q.accepted  # a refused send changes nothing
+    q.accepted.add("msg-1")  # as if a caller had chosen the first fresh id
+    first = q.send("A")
+    assert first == "msg-2", "a generated id never collides with one already used"
+    q.send("B")
+    with pytest.raises(queue.Full):
+        q.send("C")  # the capacity bounds the active messages
+    m = q.receive(timeout=1.0)
+    assert q.aim == q.in_flight[m.id].deadline  # the sweeper's aim: the first deadline
+    n = q.receive(timeout=1.0, visibility_timeout=None)
+    assert [t[2] for t in q.timers] == [m.id], "no deadline: no timer"
+    with pytest.raises(ValueError, match="visibility_timeout"):
+        q.receive(timeout=1.0, visibility_timeout=-1.0)
+    other = floor.ObligedQueue(visibility_timeout=floor.HOUR)
+    other.token = 2
+    other.accepted.add("msg-1")
+    other.send("X")
+    foreign = other.receive(timeout=1.0).receipt
+    assert (foreign.id, foreign.attempt) == (m.id, m.attempt)
+    assert q.delete(foreign) is False, "a receipt of another queue never acts"
+    assert q.delete(m.receipt) is True and q.delete(n.receipt) is True
+    q.shutdown()
+    with pytest.raises(ShutDown):
+        q.send("D")
+    with pytest.raises(ShutDown):
+        q.receive(timeout=0.0)  # nothing visible after shutdown
+    with pytest.raises(ShutDown):
+        q.send_entries([Entry("E")])
+
+
+def test_the_obliged_floor_wakes_the_sweeper_only_for_an_earlier_deadline() -> None:
+    q = floor.ObligedQueue(visibility_timeout=floor.HOUR)
+    for body in "ABC":
+        q.send(body)
+    q.receive(timeout=1.0)
+    aim = q.aim
+    q.receive(timeout=1.0)  # a later deadline: the sweeper keeps its aim
+    assert q.aim == aim
+    q.receive(timeout=1.0, visibility_timeout=1.0)  # an earlier one: re-aimed
+    assert q.aim is not None and aim is not None and q.aim < aim

@@ -279,6 +279,12 @@ def test_the_floor_run_printed_what_its_record_holds() -> None:
     assert f"{known['floor.parts.sum']} B  sum of the parts" in printed
     share = known["floor.profile.receive_now"]
     assert f"{share}%  impl/fast_machine.py:receive_now" in printed
+    for system in ("floor", "obliged", "impl"):
+        ops = [known[f"floor.op.{system}.{op}"] for op in ("send", "receive", "delete", "sum")]
+        assert any(ln.split()[-4:] == ops for ln in printed.splitlines()), system
+    design = [known[f"floor.op.design.{op}"] for op in ("send", "receive", "delete", "sum")]
+    line = next(ln.split() for ln in printed.splitlines() if ln.strip().startswith("the design"))
+    assert line[2:6] == design
 
 
 def test_benchmark_facts_are_the_report_s_rounding(tmp_path: Path) -> None:

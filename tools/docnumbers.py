@@ -434,7 +434,10 @@ def floor_facts(record: dict[str, Any]) -> dict[str, str]:
     ``floor.memory.impl``, ``floor.part.NAME`` (bytes, one decimal: ``record``, ``receipt``,
     ``timer``, ``id``, ...) and ``floor.parts.sum``; ``floor.profile.FUNCTION``, the percent
     of own time of each ``impl/`` function profiled (``floor.profile.builtin.NAME`` of a
-    builtin); ``floor.n``, ``floor.repeat``."""
+    builtin); ``floor.op.SYSTEM.OP`` (microseconds, three decimals, OP in ``send``,
+    ``receive``, ``delete`` and ``sum``; SYSTEM in ``floor``, ``obliged``, ``impl`` and
+    ``design``, impl.Queue's less the obliged floor's, signed as the run prints it);
+    ``floor.n``, ``floor.repeat``."""
     out = {"floor.n": str(record["n"]), "floor.repeat": str(record["repeat"])}
     for short, name in FLOOR_RUNS.items():
         rates = record[name]
@@ -443,6 +446,16 @@ def floor_facts(record: dict[str, Any]) -> dict[str, str]:
             out[f"floor.{short}.{system}.ratio"] = f"{rates[full] / rates['queue.Queue']:.2f}"
         out[f"floor.{short}.impl_floor"] = f"{rates['impl.Queue'] / rates['floor']:.2f}"
         out[f"floor.{short}.obliged_floor"] = f"{rates['obliged floor'] / rates['floor']:.2f}"
+    per_op: dict[str, dict[str, float]] = record["per_op"]
+    for system, full in FLOOR_SYSTEMS.items():
+        if full in per_op:
+            for op, us in per_op[full].items():
+                out[f"floor.op.{system}.{op}"] = f"{us:.3f}"
+            out[f"floor.op.{system}.sum"] = f"{sum(per_op[full].values()):.3f}"
+    design = {op: us - per_op["obliged floor"][op] for op, us in per_op["impl.Queue"].items()}
+    for op, us in design.items():
+        out[f"floor.op.design.{op}"] = f"{us:+.3f}"
+    out["floor.op.design.sum"] = f"{sum(design.values()):+.3f}"
     out["floor.memory.floor"] = f"{record['memory']['floor']:.1f}"
     out["floor.memory.impl"] = f"{record['memory']['impl.Queue']:.1f}"
     parts: dict[str, float] = record["impl_parts"]
