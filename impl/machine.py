@@ -1067,8 +1067,7 @@ class Machine(Generic[T]):
         messages and re-arms: the next ``fire_due`` asks again). Nothing fired yet."""
         timers = self.timers
         out: list[Due] = []
-        while (first := timers.first()) is not None and first.due <= now:
-            timer = timers.pop_first()
+        while (timer := timers.pop_due(now)) is not None:
             rec = self.current(timer)
             # Equal entries (a deadline re-armed to the same time) pop one after the other.
             if rec is not None and not (out and out[-1][0] == timer):

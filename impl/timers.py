@@ -80,7 +80,8 @@ class Timers(list[Entry]):
     pushes with ``heapq.heappush(timers, (due, seq, id, attempt))`` and counts with
     ``len(timers)``. Entries go in as plain tuples or :class:`Timer` values (both order alike)
     and come out as :class:`Timer` values, read by name: :meth:`first`, :meth:`pop_first`,
-    :meth:`entries`. Only the queue's machine touches it, with the queue's lock held.
+    :meth:`pop_due`, :meth:`entries`. Only the queue's machine touches it, with the queue's
+    lock held.
     """
 
     __slots__ = ()
@@ -95,6 +96,13 @@ class Timers(list[Entry]):
     def pop_first(self) -> Timer:
         """Remove and return the earliest entry (the heap must not be empty)."""
         return new_timer(Timer, heapq.heappop(self))
+
+    def pop_due(self, now: float) -> Timer | None:
+        """Remove and return the earliest entry if it is due at ``now`` or before (current or
+        stale), else ``None`` and nothing changes."""
+        if self and self[0][0] <= now:  # an entry's first field is its due time
+            return new_timer(Timer, heapq.heappop(self))
+        return None
 
     def entries(self) -> Iterator[Timer]:
         """Every entry, current or stale, in heap (not time) order."""
