@@ -436,7 +436,7 @@ def floor_facts(record: dict[str, Any]) -> dict[str, str]:
     of own time of each ``impl/`` function profiled (``floor.profile.builtin.NAME`` of a
     builtin); ``floor.op.SYSTEM.OP`` (microseconds, three decimals, OP in ``send``,
     ``receive``, ``delete`` and ``sum``; SYSTEM in ``floor``, ``obliged``, ``impl`` and
-    ``design``, impl.Queue's less the obliged floor's, signed as the run prints it);
+    ``design``, impl.Queue's less the obliged floor's, which the run prints signed);
     ``floor.n``, ``floor.repeat``."""
     out = {"floor.n": str(record["n"]), "floor.repeat": str(record["repeat"])}
     for short, name in FLOOR_RUNS.items():
@@ -454,8 +454,8 @@ def floor_facts(record: dict[str, Any]) -> dict[str, str]:
             out[f"floor.op.{system}.sum"] = f"{sum(per_op[full].values()):.3f}"
     design = {op: us - per_op["obliged floor"][op] for op, us in per_op["impl.Queue"].items()}
     for op, us in design.items():
-        out[f"floor.op.design.{op}"] = f"{us:+.3f}"
-    out["floor.op.design.sum"] = f"{sum(design.values()):+.3f}"
+        out[f"floor.op.design.{op}"] = f"{us:.3f}"
+    out["floor.op.design.sum"] = f"{sum(design.values()):.3f}"
     out["floor.memory.floor"] = f"{record['memory']['floor']:.1f}"
     out["floor.memory.impl"] = f"{record['memory']['impl.Queue']:.1f}"
     parts: dict[str, float] = record["impl_parts"]
