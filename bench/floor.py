@@ -245,8 +245,10 @@ class ObligedQueue(FloorQueue):
         return ValueError("the obliged floor measures a queue alone, without retention")
 
     def shutdown(self) -> None:
+        """Sends raise ``ShutDown`` from now on; a waiting receiver wakes (section 3)."""
         with self.mutex:
             self.shut = True
+            self.not_empty.notify_all()
 
     def send(
         self,
@@ -387,6 +389,10 @@ class ObligedQueue(FloorQueue):
             return ids
 
     def receive_messages(self, n: int, timeout: float) -> list[Message[str]]:
+        if type(n) is not int or not 1 <= n <= MAX_BATCH:
+            raise ValueError("max_messages must be an int from 1 to 10")
+        if timeout is not None and not (type(timeout) is float and 0.0 <= timeout < INF):
+            raise TypeError("timeout must be a finite float >= 0")
         vt = self.vt
         with self.mutex:
             if not self.visible:

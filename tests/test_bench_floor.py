@@ -80,6 +80,8 @@ def test_the_obliged_floor_batches_check_entries_and_delete_only_live_receipts()
         q.send_entries(["A"])  # type: ignore[list-item]
     with pytest.raises(ValueError, match="entries"):
         q.send_entries([])
+    with pytest.raises(ValueError, match="max_messages"):
+        q.receive_messages(11, timeout=1.0)
     assert not q.visible  # a refused batch changes nothing
     ids = q.send_entries([Entry("A"), Entry("B"), Entry("C")])
     got = q.receive_messages(2, timeout=1.0)
