@@ -63,6 +63,7 @@ from impl.driver import (
     check_target,
     driver_of,
     not_a_receipt,
+    step_of,
     weakly,
 )
 from impl.errors import Empty, Full, ShutDown
@@ -451,9 +452,10 @@ class _AsyncBase(Generic[T]):
                 if delivered is not None:
                     return delivered
         m = self.machine
-        out = self._step(lambda now: m.receive(now, vt), self.conditions.not_empty)
+        step = step_of(m.receive, vt)
+        out = self._step(step, self.conditions.not_empty)
         if isinstance(out, Blocked):
-            out = await self._until(lambda now: m.receive(now, vt), out, block, timeout, "receive")
+            out = await self._until(step, out, block, timeout, "receive")
         self._apply(out)
         message: Message[T] = out.result
         return message
@@ -478,7 +480,7 @@ class _AsyncBase(Generic[T]):
         else:
             vt = check_optional_time("visibility_timeout", visibility_timeout)
         m = self.machine
-        step = lambda now: m.receive_batch(now, n, vt)  # noqa: E731
+        step = step_of(m.receive_batch, n, vt)
         out = self._step(step, self.conditions.not_empty)
         if isinstance(out, Blocked):
             out = await self._until(step, out, block, timeout, "receive_batch")
@@ -911,10 +913,10 @@ class AsyncQueue(_AsyncBase[T]):
                     self.conditions.wake(1, 0)
                 return fresh
         m = self.machine
-        out = self._step(lambda now: m.send(now, id, body, d), self.conditions.not_full)
+        out = self._step(step_of(m.send, id, body, d), self.conditions.not_full)
         if isinstance(out, Blocked):
             out = await self._until(
-                lambda now: m.send(now, id, body, d, waited=True), out, block, timeout, "send"
+                step_of(m.send, id, body, d, waited=True), out, block, timeout, "send"
             )
         self._apply(out)
         sent: str = out.result
@@ -929,12 +931,10 @@ class AsyncQueue(_AsyncBase[T]):
         block, wait = _check_wait(block, timeout)
         bodies = [e.body for e in batch]
         m = self.machine
-        out = self._step(
-            lambda now: m.send_batch(now, ids, bodies, delays), self.conditions.not_full
-        )
+        out = self._step(step_of(m.send_batch, ids, bodies, delays), self.conditions.not_full)
         if isinstance(out, Blocked):
             out = await self._until(
-                lambda now: m.send_batch(now, ids, bodies, delays, waited=True),
+                step_of(m.send_batch, ids, bodies, delays, waited=True),
                 out,
                 block,
                 wait,
@@ -1014,12 +1014,10 @@ class AsyncFifoQueue(_AsyncBase[T]):
             dedup_id = check_id("dedup_id", dedup_id)
         block, wait = _check_wait(block, timeout)
         m = self._fifo
-        out = self._step(
-            lambda now: m.send(now, id, body, group, dedup_id), self.conditions.not_full
-        )
+        out = self._step(step_of(m.send, id, body, group, dedup_id), self.conditions.not_full)
         if isinstance(out, Blocked):
             out = await self._until(
-                lambda now: m.send(now, id, body, group, dedup_id, waited=True),
+                step_of(m.send, id, body, group, dedup_id, waited=True),
                 out,
                 block,
                 wait,
@@ -1039,11 +1037,11 @@ class AsyncFifoQueue(_AsyncBase[T]):
         bodies = [e.body for e in batch]
         m = self._fifo
         out = self._step(
-            lambda now: m.send_batch(now, ids, bodies, groups, dedups), self.conditions.not_full
+            step_of(m.send_batch, ids, bodies, groups, dedups), self.conditions.not_full
         )
         if isinstance(out, Blocked):
             out = await self._until(
-                lambda now: m.send_batch(now, ids, bodies, groups, dedups, waited=True),
+                step_of(m.send_batch, ids, bodies, groups, dedups, waited=True),
                 out,
                 block,
                 wait,

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from impl.clock import Clock
-from impl.driver import check_batch, check_fifo_entries
+from impl.driver import check_batch, check_fifo_entries, step_of
 from impl.fifo_machine import FifoMachine, FifoRecord
 from impl.machine import Machine, T
 from impl.message import Entry
@@ -142,7 +142,7 @@ class FifoQueue(BaseQueue[T]):
                 raise
             if isinstance(out, Blocked):
                 out = self._until(
-                    lambda now: m.send(now, id, body, group, dedup_id, waited=True),
+                    step_of(m.send, id, body, group, dedup_id, waited=True),
                     out,
                     block,
                     timeout,
@@ -187,7 +187,7 @@ class FifoQueue(BaseQueue[T]):
                 raise
             if isinstance(out, Blocked):
                 out = self._until(
-                    lambda now: m.send_batch(now, ids, bodies, groups, dedups, waited=True),
+                    step_of(m.send_batch, ids, bodies, groups, dedups, waited=True),
                     out,
                     block,
                     wait,

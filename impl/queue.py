@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from impl.driver import check_batch, check_entries
+from impl.driver import check_batch, check_entries, step_of
 from impl.fast_machine import FastMachine
 from impl.machine import MAX_BATCH, Machine, T
 from impl.message import Entry
@@ -94,7 +94,7 @@ class Queue(BaseQueue[T]):
                 raise
             if isinstance(out, Blocked):
                 out = self._until(
-                    lambda now: m.send(now, id, body, d, waited=True), out, block, timeout, "send"
+                    step_of(m.send, id, body, d, waited=True), out, block, timeout, "send"
                 )
             self._apply(out)
             sent: str = out.result
@@ -145,7 +145,7 @@ class Queue(BaseQueue[T]):
                 raise
             if isinstance(out, Blocked):
                 out = self._until(
-                    lambda now: m.send_batch(now, ids, bodies, delays, waited=True),
+                    step_of(m.send_batch, ids, bodies, delays, waited=True),
                     out,
                     block,
                     wait,

@@ -65,6 +65,7 @@ from impl.driver import (
     check_target,
     driver_of,
     not_a_receipt,
+    step_of,
     weakly,
 )
 from impl.errors import Empty, Full, ShutDown
@@ -501,12 +502,13 @@ class BaseQueue(Generic[T]):
         with self.mutex:
             now = self._clock.now()
             fast = self._fast
-            if fast is not None and self._sweeper is not None:
+            link = self._link  # set while a sweeper thread runs (with _sweeper)
+            if fast is not None and link is not None:
                 delivered = fast.receive_now(now, vt)
                 if delivered is not None:  # its effect: a deadline armed at now + vt
                     assert vt is not None
-                    link = self._link
-                    if link is not None and (link.target is None or now + vt < link.target):
+                    target = link.target
+                    if target is None or now + vt < target:
                         self.conditions.notify(self.new_deadline)
                     return delivered
             m = self.machine
@@ -516,7 +518,7 @@ class BaseQueue(Generic[T]):
                 self.conditions.notify(self.not_empty)  # pass on a notify we may have taken
                 raise
             if isinstance(out, Blocked):
-                out = self._until(lambda now: m.receive(now, vt), out, block, timeout, "receive")
+                out = self._until(step_of(m.receive, vt), out, block, timeout, "receive")
             self._apply(out)
             message: Message[T] = out.result
             return message
@@ -555,12 +557,13 @@ class BaseQueue(Generic[T]):
         with self.mutex:
             now = self._clock.now()
             fast = self._fast
-            if fast is not None and self._sweeper is not None:
+            link = self._link  # set while a sweeper thread runs (with _sweeper)
+            if fast is not None and link is not None:
                 delivered = fast.receive_batch_now(now, n, vt)
                 if delivered is not None:  # its effect: a deadline armed at now + vt
                     assert vt is not None
-                    link = self._link
-                    if link is not None and (link.target is None or now + vt < link.target):
+                    target = link.target
+                    if target is None or now + vt < target:
                         self.conditions.notify(self.new_deadline)
                     return delivered
             m = self.machine
@@ -571,7 +574,7 @@ class BaseQueue(Generic[T]):
                 raise
             if isinstance(out, Blocked):
                 out = self._until(
-                    lambda now: m.receive_batch(now, n, vt), out, block, timeout, "receive_batch"
+                    step_of(m.receive_batch, n, vt), out, block, timeout, "receive_batch"
                 )
             self._apply(out)
             messages: list[Message[T]] = out.result

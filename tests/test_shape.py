@@ -3,11 +3,15 @@ comments may cite.
 
 - No library module of ``model_tests/`` (outside ``model_tests/tests/``) imports a test module:
   the wheel ships the library without its tests, so such an import breaks an installed copy.
+- No public operation of a queue builds a closure cell: a function holding a lambda over its
+  locals makes a cell for each of them on every call, the calls that never wait included (a
+  wait loop's step comes from ``impl.driver.step_of`` instead).
 """
 
 from __future__ import annotations
 
 import ast
+import inspect
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -157,3 +161,29 @@ def test_no_function_of_impl_grows_past_the_limit() -> None:
     assert grown == {}, f"over {MAX_FUNCTION_LINES} lines: {grown}"
     gone = sorted(set(LONG_FUNCTIONS) - set(found))
     assert gone == [], f"no longer over the limit: remove from LONG_FUNCTIONS: {gone}"
+
+
+def test_no_public_operation_of_a_queue_builds_a_closure_cell() -> None:
+    import impl
+
+    queues = [getattr(impl, name) for name in impl.__all__ if name.endswith("Queue")]
+    assert {q.__name__ for q in queues} >= {"Queue", "FifoQueue", "AsyncQueue", "AsyncFifoQueue"}
+    cells = {
+        f"{q.__name__}.{name}": f.__code__.co_cellvars
+        for q in queues
+        for name in dir(q)
+        if not name.startswith("_")
+        and inspect.isfunction(f := getattr(q, name))
+        and f.__code__.co_cellvars
+    }
+    assert cells == {}, f"closure cells built on every call: {cells}"
+
+
+def test_the_cell_check_sees_a_function_over_a_local() -> None:
+    def operation(x: int) -> int:
+        def step(now: int) -> int:
+            return now + x
+
+        return step(0)
+
+    assert operation.__code__.co_cellvars == ("x",)
