@@ -20,7 +20,9 @@ from one run, not with estimates:
   itself), and pinned to one CPU (``bench.cycle.one_cpu``) with one producer and one consumer,
   with four of each, and with four of each in batches of ten (``queue.Queue`` one message at
   a time, as the batch baseline of ``python -m bench``), each as a ratio to ``queue.Queue``
-  in the same run.
+  in the same run: the best of the rounds, and round by round the obliged floor's and
+  ``impl.Queue``'s rate over the floor's (median, least, most), which says how far one
+  round's ratio moves beside a target.
 - Bytes per in-flight message of the floor and of ``impl.Queue`` (``tracemalloc``), and
   ``impl.Queue``'s bytes taken apart object by object (``sys.getsizeof`` of the parts one
   in-flight message holds; containers at their measured per-entry cost).
@@ -40,6 +42,7 @@ import itertools
 import json
 import pstats
 import queue
+import statistics
 import sys
 import threading
 import time
@@ -443,23 +446,221 @@ class ObligedQueue(FloorQueue):
             return results
 
 
+class ObligedMachine:
+    """The obliged floor's state and single-message steps as a machine with no I/O: no lock, no
+    clock read, no wait, no wake. Each step takes ``now`` and checked arguments and returns its
+    result, or ``None`` when it is not the case the step serves (the driver then finds out why):
+    the shape ``impl``'s design gives its queue (``impl.machine``, driven by the thin drivers of
+    ``impl.threaded`` and ``impl.aio``), at the least it can cost. :class:`ObligedDriver`
+    drives it; the two make exactly :class:`ObligedQueue`'s tests and steps, each written out
+    here once more, since a shared helper would add a call per message to both."""
+
+    def __init__(self, capacity: int | None = None) -> None:
+        self.visible: OrderedDict[str, FloorRecord] = OrderedDict()
+        self.in_flight: dict[str, FloorRecord] = {}
+        self.accepted: set[str] = set()
+        self.done: set[str] = set()
+        self.timers: list[tuple[float, int, str, int]] = []
+        self.started = 0
+        self.ids = itertools.count(1)
+        self.token = 1
+        self.capacity = capacity
+        self.retention: float | None = None
+        self.system: object | None = None
+        self.shut = False
+
+    def send_now(self, now: float, body: str) -> str | None:
+        """Accept ``body`` under a fresh id (TLA+ ``Send``), if the queue is open, alone,
+        without retention and with room; else ``None``, nothing changed."""
+        cap = self.capacity
+        if (
+            self.shut
+            or self.retention is not None
+            or self.system is not None
+            or (cap is not None and len(self.visible) + len(self.in_flight) >= cap)
+        ):
+            return None
+        accepted = self.accepted
+        while (fresh := f"msg-{next(self.ids)}") in accepted:
+            pass  # a caller chose this one
+        accepted.add(fresh)
+        self.visible[fresh] = FloorRecord(fresh, body)
+        return fresh
+
+    def receive_now(self, now: float, vt: float | None) -> Message[str] | None:
+        """Deliver the head (TLA+ ``Receive``) with deadline ``now + vt`` (``None``: none), if
+        a message is visible; else ``None``."""
+        if not self.visible:
+            return None
+        _, rec = self.visible.popitem(last=False)
+        rec.attempt = attempt = rec.attempt + 1
+        self.started = seq = self.started + 1
+        rec.seq = seq
+        id = rec.id
+        self.in_flight[id] = rec
+        if vt is not None:
+            rec.deadline = deadline = now + vt
+            heapq.heappush(self.timers, (deadline, seq, id, attempt))
+        r: Receipt = new_object(Receipt)
+        set_receipt_queue(r, self.token)
+        set_receipt_id(r, id)
+        set_receipt_attempt(r, attempt)
+        m: Message[str] = new_object(Message)
+        set_message_id(m, id)
+        set_message_body(m, rec.body)
+        set_message_attempt(m, attempt)
+        set_message_receipt(m, r)
+        return m
+
+    def delete_now(self, receipt: Receipt) -> bool:
+        """Finish the delivery ``receipt`` names (TLA+ ``Delete``), if it is live here."""
+        rec = self.in_flight.get(receipt.id)
+        if rec is None or rec.attempt != receipt.attempt or receipt.queue != self.token:
+            return False
+        del self.in_flight[rec.id]
+        self.done.add(rec.id)
+        return True
+
+
+class ObligedDriver:
+    """The thin threaded driver of an :class:`ObligedMachine`: :class:`ObligedQueue`'s argument
+    checks, lock, clock, waits and wakes around one call into the machine per operation. Its
+    rate beside the obliged floor's is the price of that shape; beside ``impl.Queue``'s, what
+    is left is ``impl``'s own design."""
+
+    def __init__(self, visibility_timeout: float, capacity: int | None = None) -> None:
+        self.machine = ObligedMachine(capacity)
+        self.mutex = threading.RLock()
+        self.not_empty = threading.Condition(self.mutex)
+        self.not_full = threading.Condition(self.mutex)
+        self.new_deadline = threading.Condition(self.mutex)
+        self.clock = MonotonicClock()
+        self.vt = visibility_timeout
+        self.delay = 0.0
+        self.waiting = 0
+        self.senders = 0
+        self.aim: float | None = None
+
+    @property
+    def done(self) -> set[str]:
+        return self.machine.done
+
+    def shutdown(self) -> None:
+        with self.mutex:
+            self.machine.shut = True
+            self.not_empty.notify_all()
+
+    def send(
+        self,
+        body: str,
+        *,
+        id: str | None = None,
+        delay: float | None = None,
+        block: bool = True,
+        timeout: float | None = None,
+    ) -> str:
+        if block is not True and block is not False:
+            raise TypeError("block must be a bool")
+        if timeout is not None and not (type(timeout) is float and 0.0 <= timeout < INF):
+            raise TypeError("timeout must be a finite float >= 0")
+        if delay is None:
+            delay = self.delay
+        with self.mutex:
+            now = self.clock.now()
+            m = self.machine
+            fresh = None if id is not None or delay else m.send_now(now, body)
+            if fresh is None:  # why not: what ObligedQueue tests inline
+                if m.shut:
+                    raise ShutDown("send on a queue that has been shut down")
+                if id is not None or delay or m.retention is not None or m.system is not None:
+                    raise ValueError("the obliged floor takes no ids, delays or retention")
+                raise queue.Full
+            if self.waiting:
+                self.not_empty.notify()
+            return fresh
+
+    def receive(
+        self,
+        *,
+        block: bool = True,
+        timeout: float | None = None,
+        visibility_timeout: float | Default | None = QUEUE_DEFAULT,
+    ) -> Message[str]:
+        if block is not True and block is not False:
+            raise TypeError("block must be a bool")
+        if timeout is not None and not (type(timeout) is float and 0.0 <= timeout < INF):
+            raise TypeError("timeout must be a finite float >= 0")
+        if visibility_timeout is QUEUE_DEFAULT:
+            vt: float | None = self.vt
+        else:
+            vt = check_optional_time("visibility_timeout", visibility_timeout)
+        with self.mutex:
+            now = self.clock.now()
+            m = self.machine.receive_now(now, vt)
+            if m is None:
+                end = None if timeout is None else now + timeout
+                while (m := self.machine.receive_now(now, vt)) is None:
+                    if self.machine.shut:
+                        raise ShutDown("receive on a shut-down queue with nothing visible")
+                    self.waiting += 1
+                    try:
+                        if not self.not_empty.wait(None if end is None else end - now):
+                            raise queue.Empty
+                    finally:
+                        self.waiting -= 1
+                    now = self.clock.now()
+            if vt is not None:
+                deadline = now + vt
+                aim = self.aim
+                if aim is None or deadline < aim:  # an earlier deadline: wake the sweeper
+                    self.aim = deadline
+                    self.new_deadline.notify()
+            return m
+
+    def delete(self, receipt: Any) -> bool:
+        if not isinstance(receipt, Receipt):
+            raise TypeError("receipt must be a Receipt")
+        with self.mutex:
+            ok = self.machine.delete_now(receipt)
+            if ok and self.senders:
+                self.not_full.notify()
+            return ok
+
+
 # -- the workloads ------------------------------------------------------------------------------
 
-KINDS = ("queue.Queue", "floor", "obliged floor", "impl.Queue")
+KINDS = ("queue.Queue", "floor", "obliged floor", "obliged machine", "impl.Queue")
+#: The kinds of the batch workload (the obliged machine has no batch steps: the obliged floor
+#: alone already bounds the batch target below it).
+BATCH_KINDS: Final = ("queue.Queue", "floor", "obliged floor", "impl.Queue")
 Work = Callable[[], None]
 
 
 def _floor_workload(
-    n: int, p: int, c: int, batch: bool, obliged: bool = False
+    n: int, p: int, c: int, batch: bool, kind: str = "floor"
 ) -> tuple[list[Work], list[Work], Callable[[], int]]:
     """``p`` producers and ``c`` consumers moving ``n`` messages through a :class:`FloorQueue`
-    (an :class:`ObligedQueue` if ``obliged``), one at a time or
-    (``batch``) in tens (the floor's side of ``bench.cycle``'s workloads), and a count of the
-    finished cycles."""
+    (an :class:`ObligedQueue` for ``kind`` "obliged floor", an :class:`ObligedDriver` for
+    "obliged machine"), one at a time or (``batch``) in tens (the floor's side of
+    ``bench.cycle``'s workloads), and a count of the finished cycles."""
     per_p, per_c = split(n, p, c)
     if batch and per_p % MAX_BATCH:
         raise ValueError(f"n={n} must be a multiple of {p} producers x batches of {MAX_BATCH}")
-    if obliged:
+    if kind == "obliged machine":
+        if batch:
+            raise ValueError("the obliged machine has no batch steps")
+        od = ObligedDriver(HOUR)
+
+        def produce_driven() -> None:
+            for _ in range(per_p):
+                od.send(BODY)
+
+        def consume_driven() -> None:
+            for _ in range(per_c):
+                od.delete(od.receive(timeout=WAIT).receipt)
+
+        return [produce_driven] * p, [consume_driven] * c, lambda: len(od.done)
+    if kind == "obliged floor":
         oq = ObligedQueue(HOUR)
 
         def produce_obliged() -> None:
@@ -528,8 +729,8 @@ def one_thread(kind: str, n: int) -> float:
                 fq.send(BODY)
                 fq.delete(fq.receive(WAIT)[3])
 
-    elif kind == "obliged floor":
-        oq = ObligedQueue(HOUR)
+    elif kind in ("obliged floor", "obliged machine"):
+        oq = ObligedQueue(HOUR) if kind == "obliged floor" else ObligedDriver(HOUR)
 
         def work() -> None:
             for _ in range(n):
@@ -561,29 +762,53 @@ def threaded(kind: str, n: int, p: int = 1, c: int = 1, batch: bool = False) -> 
         return stdlib_queue(n, p, c)
     if kind == "impl.Queue":
         return impl_batch(n, p, c) if batch else impl_queue(n, p, c)
-    producers, consumers, done = _floor_workload(n, p, c, batch, kind == "obliged floor")
+    producers, consumers, done = _floor_workload(n, p, c, batch, kind)
     elapsed = timed(producers, consumers)
     if done() != n:
         raise RuntimeError(f"the floor finished {done()} of {n} cycles")
     return n / elapsed
 
 
-def _best(measure: Callable[[str], float], repeat: int) -> dict[str, float]:
-    """The best of ``repeat`` rounds for each kind, the kinds interleaved within each round so
-    that a change in the machine's load reaches all of them alike."""
-    best = dict.fromkeys(KINDS, 0.0)
+def _rounds(
+    measure: Callable[[str], float], repeat: int, kinds: Sequence[str] = KINDS
+) -> dict[str, list[float]]:
+    """Each of ``kinds``' rate in each of ``repeat`` rounds, the kinds interleaved within each
+    round so that a change in the machine's load reaches all of them alike."""
+    rates: dict[str, list[float]] = {kind: [] for kind in kinds}
     for _ in range(repeat):
-        for kind in KINDS:
-            best[kind] = max(best[kind], measure(kind))
-    return best
+        for kind in kinds:
+            rates[kind].append(measure(kind))
+    return rates
+
+
+def best(rates: dict[str, list[float]]) -> dict[str, float]:
+    """Each kind's best round: its least disturbed run, the figure the report compares."""
+    return {kind: max(each) for kind, each in rates.items()}
+
+
+def paired(rates: dict[str, list[float]], kind: str) -> dict[str, float]:
+    """``kind``'s rate over the floor's round by round (a round runs the kinds back to back,
+    under one load): the median, least and most of those ratios. The best rounds say what each
+    kind can do; these say how far one round's ratio moves, and so how close to a target a
+    best-of ratio can be read."""
+    ratios = [k / f for k, f in zip(rates[kind], rates["floor"], strict=True)]
+    return {"median": statistics.median(ratios), "min": min(ratios), "max": max(ratios)}
 
 
 # -- one operation at a time -------------------------------------------------------------------
 
 #: The kinds :func:`per_operation` times, one operation at a time.
-OP_KINDS: Final = ("floor", "obliged floor", "impl.Queue")
+OP_KINDS: Final = ("floor", "obliged floor", "obliged machine", "impl.Queue")
 #: The operations of a cycle, as :func:`per_operation` names them.
 OPS: Final = ("send", "receive", "delete")
+#: The differences the per-operation table prints, each ``(minuend, subtrahend)``: what
+#: ``impl``'s design adds to the obliged floor, and how much of that is the machine's shape (a
+#: call per operation into a machine with no I/O) and how much ``impl``'s own.
+DIFFERENCES: Final = {
+    "the design": ("impl.Queue", "obliged floor"),
+    "  the shape": ("obliged machine", "obliged floor"),
+    "  impl's own": ("impl.Queue", "obliged machine"),
+}
 
 
 def _ops(kind: str, n: int) -> dict[str, float]:
@@ -597,8 +822,10 @@ def _ops(kind: str, n: int) -> dict[str, float]:
             return q.receive(WAIT)
 
     else:
-        # impl.Queue and the obliged floor take the same call (contract section 3).
-        q = Queue(visibility_timeout=HOUR) if kind == "impl.Queue" else ObligedQueue(HOUR)
+        # impl.Queue and the obliged floors take the same call (contract section 3).
+        q = {"impl.Queue": Queue, "obliged floor": ObligedQueue, "obliged machine": ObligedDriver}[
+            kind
+        ](visibility_timeout=HOUR)
         q.send(BODY)
         q.delete(q.receive().receipt)  # impl.Queue's sweeper starts outside the timed part
 
@@ -754,18 +981,18 @@ def run(n: int, repeat: int) -> dict[str, Any]:
     """Every figure of the report; ``n`` is rounded up to a multiple of 40 (4 producers x
     batches of ten)."""
     n = -(-n // 40) * 40
-    alone = _best(lambda kind: one_thread(kind, n), repeat)
+    rounds = {"one_thread": _rounds(lambda kind: one_thread(kind, n), repeat)}
     with one_cpu():
-        pinned = _best(lambda kind: threaded(kind, n), repeat)
-        pinned4 = _best(lambda kind: threaded(kind, n, 4, 4), repeat)
-        batch4 = _best(lambda kind: threaded(kind, n, 4, 4, batch=True), repeat)
+        rounds["one_cpu_1x1"] = _rounds(lambda kind: threaded(kind, n), repeat)
+        rounds["one_cpu_4x4"] = _rounds(lambda kind: threaded(kind, n, 4, 4), repeat)
+        rounds["one_cpu_4x4_batch"] = _rounds(
+            lambda kind: threaded(kind, n, 4, 4, batch=True), repeat, BATCH_KINDS
+        )
     return {
         "n": n,
         "repeat": repeat,
-        "one_thread": alone,
-        "one_cpu_1x1": pinned,
-        "one_cpu_4x4": pinned4,
-        "one_cpu_4x4_batch": batch4,
+        **{key: best(rates) for key, rates in rounds.items()},
+        "rounds": rounds,
         "memory": {"floor": floor_memory(n), "impl.Queue": impl_memory(n)},
         "impl_parts": impl_parts(n),
         "per_op": per_operation(2_000, 10 * repeat),
@@ -777,12 +1004,22 @@ def run(n: int, repeat: int) -> dict[str, Any]:
 
 #: The thread configurations ``python -m bench`` measures beside the floor, all on one CPU.
 SUITE_CONFIGS: Final = ((1, 1), (4, 4))
+#: What the rows of the obliged floors say of them.
+NOTES: Final = {
+    "obliged floor": "; the obliged floor: the floor plus each test and step the contract "
+    "obliges per message (arguments, clock, RLock, shutdown, capacity, fresh ids, the sweeper's "
+    "aim, foreign receipts, Message/Receipt values); its ratio bounds any design's",
+    "obliged machine": "; the obliged machine: the obliged floor's steps in a machine with no "
+    "I/O, one call per operation from a thin driver (bench.floor.ObligedDriver); its ratio "
+    "bounds any design of that shape, impl's",
+}
 
 
 def suite_rows(cycles: int, batch_messages: int, memory: int, repeat: int) -> list[Row]:
     """``python -m bench``'s rows beside the floor queue, measured in that run: ``impl.Queue``'s
     cycles at 1/1 and 4/4 threads and its batches at 4/4, all pinned to one CPU, as ratios to
-    the floor's rate (and the obliged floor's, the bound, as its own rows); its bytes per
+    the floor's rate (and, the bounds, the obliged floor's and for the cycles the obliged
+    machine's, as rows of their own); its bytes per
     in-flight message beside the floor's. The kinds alternate within each of ``repeat``
     rounds of four times the suite's sizes, and the best round of each is reported, as
     ``python -m bench.floor`` reports them: these rows measure the work per message, which the
@@ -797,7 +1034,7 @@ def suite_rows(cycles: int, batch_messages: int, memory: int, repeat: int) -> li
     n_batch = -(-4 * batch_messages // 40) * 40
     for _ in range(repeat):
         for p, c in SUITE_CONFIGS:
-            for kind in ("floor", "obliged floor", "impl.Queue"):
+            for kind in ("floor", "obliged floor", "obliged machine", "impl.Queue"):
                 measure(f"{p}x{c}", kind, n_cycles, p, c, False)
         for kind in ("floor", "obliged floor", "impl.Queue"):
             measure("batch", kind, n_batch, 4, 4, True)
@@ -809,6 +1046,7 @@ def suite_rows(cycles: int, batch_messages: int, memory: int, repeat: int) -> li
         for kind, key, what in (
             ("impl.Queue", f"cycle_{cfg}_one_cpu_vs_floor", "impl.Queue"),
             ("obliged floor", f"cycle_{cfg}_one_cpu_obliged_vs_floor", "the obliged floor"),
+            ("obliged machine", f"cycle_{cfg}_one_cpu_machine_vs_floor", "the obliged machine"),
         ):
             value = best[(cfg, kind)]
             rows.append(
@@ -820,15 +1058,7 @@ def suite_rows(cycles: int, batch_messages: int, memory: int, repeat: int) -> li
                     "bench.floor.FloorQueue, one CPU",
                     floor_rate,
                     ratio(value, floor_rate),
-                    note=f"{n_cycles:,} cycles, best of {repeat}"
-                    + (
-                        "; the obliged floor: the floor plus each test and step the contract "
-                        "obliges per message (arguments, clock, RLock, shutdown, capacity, fresh "
-                        "ids, the sweeper's aim, foreign receipts, Message/Receipt values); its "
-                        "ratio bounds any design's"
-                        if kind == "obliged floor"
-                        else ""
-                    ),
+                    note=f"{n_cycles:,} cycles, best of {repeat}" + NOTES.get(kind, ""),
                 )
             )
     floor_b = best[("batch", "floor")]
@@ -882,13 +1112,26 @@ def text(result: dict[str, Any]) -> str:
         fig = result[key]
         base = fig["queue.Queue"]
         lines.append(f"  {title}:")
-        for kind in KINDS:
+        for kind in fig:
             lines.append(
-                f"    {kind:<13} {fig[kind]:>10,.0f}/s  {fig[kind] / base:5.2f}x queue.Queue"
+                f"    {kind:<15} {fig[kind]:>10,.0f}/s  {fig[kind] / base:5.2f}x queue.Queue"
             )
         lines.append(f"    impl.Queue / floor: {fig['impl.Queue'] / fig['floor']:.2f}")
         bound = fig["obliged floor"] / fig["floor"]
         lines.append(f"    obliged floor / floor: {bound:.2f} (the most any design reaches)")
+        if "obliged machine" in fig:
+            shaped = fig["obliged machine"] / fig["floor"]
+            lines.append(
+                f"    obliged machine / floor: {shaped:.2f} (the most a machine with no I/O and "
+                "a thin driver reaches)"
+            )
+        lines.append("    round by round, of the floor's rate: median (least to most)")
+        for kind in fig:
+            if kind not in ("queue.Queue", "floor"):
+                r = paired(result["rounds"][key], kind)
+                lines.append(
+                    f"      {kind:<15} {r['median']:.2f} ({r['min']:.2f} to {r['max']:.2f})"
+                )
     mem = result["memory"]
     lines.append("bytes per in-flight message (tracemalloc):")
     lines.append(f"    floor        {mem['floor']:7.1f} B")
@@ -909,12 +1152,13 @@ def text(result: dict[str, Any]) -> str:
         lines.append(
             f"    {kind:<15}" + "".join(f"{us[op]:9.3f}" for op in OPS) + f"{sum(us.values()):9.3f}"
         )
-    design = {op: per_op["impl.Queue"][op] - per_op["obliged floor"][op] for op in OPS}
-    lines.append(
-        f"    {'the design':<15}"
-        + "".join(f"{design[op]:+9.3f}" for op in OPS)
-        + f"{sum(design.values()):+9.3f}  (impl.Queue - the obliged floor)"
-    )
+    for what, (minuend, subtrahend) in DIFFERENCES.items():
+        d = {op: per_op[minuend][op] - per_op[subtrahend][op] for op in OPS}
+        lines.append(
+            f"    {what:<15}"
+            + "".join(f"{d[op]:+9.3f}" for op in OPS)
+            + f"{sum(d.values()):+9.3f}  ({minuend} - the {subtrahend})"
+        )
     lines.append("impl.Queue's one-thread cycle: own-time share by function (cProfile)")
     for where, share in result["profile"]:
         lines.append(f"    {share:6.1%}  {where}")

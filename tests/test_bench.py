@@ -48,7 +48,11 @@ EXPECTED_KEYS = {
     "redelivery_p99",
     "batch_4x4_vs_queue",
     # Beside the floor queue (bench.floor), pinned to one CPU.
-    *(f"cycle_{c}_one_cpu_{what}vs_floor" for c in ("1x1", "4x4") for what in ("", "obliged_")),
+    *(
+        f"cycle_{c}_one_cpu_{what}vs_floor"
+        for c in ("1x1", "4x4")
+        for what in ("", "obliged_", "machine_")
+    ),
     "batch_4x4_one_cpu_vs_floor",
     "batch_4x4_one_cpu_obliged_vs_floor",
     "memory_in_flight_vs_floor",

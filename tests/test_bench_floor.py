@@ -6,13 +6,15 @@ from __future__ import annotations
 
 import json
 import queue
+import threading
 from pathlib import Path
 
 import pytest
 
 from bench import floor
 from impl.errors import ShutDown
-from impl.message import Entry
+from impl.message import Entry, Receipt
+from model_tests.support import BOUND
 
 
 def test_the_floor_hides_a_delivery_and_only_its_receipt_deletes_it() -> None:
@@ -45,7 +47,8 @@ def test_the_report_has_every_figure_and_the_parts_add_up(tmp_path: Path) -> Non
     assert floor.main(["-n", "300", "--repeat", "1", "--json", str(out)]) == 0
     result = json.loads(out.read_text())
     for key in floor.TITLES:
-        assert set(result[key]) == set(floor.KINDS), key
+        kinds = floor.BATCH_KINDS if key == "one_cpu_4x4_batch" else floor.KINDS
+        assert set(result[key]) == set(kinds), key
         assert all(v > 0 for v in result[key].values()), key
     assert result["memory"]["floor"] > 0 and result["memory"]["impl.Queue"] > 0
     parts = result["impl_parts"]
@@ -57,12 +60,26 @@ def test_the_report_has_every_figure_and_the_parts_add_up(tmp_path: Path) -> Non
     assert all(
         set(us) == set(floor.OPS) and min(us.values()) > 0 for us in result["per_op"].values()
     )
+    # Every round of every workload is kept, and the best of them is the figure reported.
+    for key in floor.TITLES:
+        assert floor.best(result["rounds"][key]) == result[key], key
     report = floor.text(result)
     assert "(impl.Queue - the obliged floor)" in report and "one operation at a time" in report
+    assert report.count("round by round, of the floor's rate") == len(floor.TITLES)
     shares = [share for _, share in result["profile"]]
     assert shares == sorted(shares, reverse=True) and 0 < sum(shares) <= 1
     # The written-out steps of the queue's machine are where its cycle spends its own time.
     assert any("fast_machine.py:receive_now" in where for where, _ in result["profile"])
+
+
+def test_paired_ratios_divide_each_round_by_that_round_s_floor() -> None:
+    # Three rounds: the obliged floor made 8 of 10, 10 of 20 and 30 of 40 cycles; a best-of
+    # ratio (30 / 40) would hide that one round made half the floor's rate.
+    rates = {"floor": [10.0, 20.0, 40.0], "obliged floor": [8.0, 10.0, 30.0]}
+    assert floor.paired(rates, "obliged floor") == {"median": 0.75, "min": 0.5, "max": 0.8}
+    assert floor.best(rates) == {"floor": 40.0, "obliged floor": 30.0}
+    with pytest.raises(ValueError):
+        floor.paired({"floor": [1.0], "impl.Queue": [1.0, 2.0]}, "impl.Queue")
 
 
 def test_the_floor_batches_deliver_in_order_and_delete_only_live_receipts() -> None:
@@ -142,3 +159,60 @@ def test_the_obliged_floor_wakes_the_sweeper_only_for_an_earlier_deadline() -> N
     assert q.aim == aim
     q.receive(timeout=1.0, visibility_timeout=1.0)  # an earlier one: re-aimed
     assert q.aim is not None and aim is not None and q.aim < aim
+
+
+def test_the_obliged_machine_and_its_driver_make_the_obliged_floor_s_tests_and_steps() -> None:
+    # ObligedQueue's obligations, split as impl's design splits them: the machine's steps answer
+    # None for a case they do not serve, and the driver names the reason.
+    q = floor.ObligedDriver(visibility_timeout=floor.HOUR, capacity=2)
+    m = q.machine
+    with pytest.raises(TypeError, match="block"):
+        q.send("A", block=1)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="ids"):
+        q.send("A", id="mine")
+    with pytest.raises(ValueError, match="delays"):
+        q.send("A", delay=1.0)
+    assert not m.visible and not m.accepted  # a refused send changes nothing
+    m.accepted.add("msg-1")  # as if a caller had chosen the first fresh id
+    assert q.send("A") == "msg-2", "a generated id never collides with one already used"
+    q.send("B")
+    with pytest.raises(queue.Full):
+        q.send("C")  # the capacity bounds the active messages
+    assert m.send_now(0.0, "C") is None and len(m.visible) == 2
+    first = q.receive(timeout=1.0)
+    assert q.aim == m.in_flight[first.id].deadline  # the sweeper's aim: the first deadline
+    second = q.receive(timeout=1.0, visibility_timeout=None)
+    assert [t[2] for t in m.timers] == [first.id], "no deadline: no timer"
+    assert m.receive_now(0.0, 1.0) is None  # nothing visible: not the step's case
+    with pytest.raises(queue.Empty):
+        q.receive(timeout=0.0)
+    with pytest.raises(ValueError, match="visibility_timeout"):
+        q.receive(timeout=1.0, visibility_timeout=-1.0)
+    foreign = Receipt(2, first.id, first.attempt)
+    assert q.delete(foreign) is False, "a receipt of another queue never acts"
+    assert q.delete(first.receipt) is True and q.delete(first.receipt) is False
+    assert q.delete(second.receipt) is True and q.done == {first.id, second.id}
+    q.shutdown()
+    with pytest.raises(ShutDown):
+        q.send("D")
+    with pytest.raises(ShutDown):
+        q.receive(timeout=0.0)  # nothing visible after shutdown
+
+
+def test_the_obliged_driver_wakes_a_waiting_receiver_with_a_send() -> None:
+    q = floor.ObligedDriver(visibility_timeout=floor.HOUR)
+    entered = threading.Event()
+
+    class Announcing(threading.Condition):
+        def wait(self, timeout: float | None = None) -> bool:
+            entered.set()  # the lock is held: a send can take it only once this one waits
+            return super().wait(timeout)
+
+    q.not_empty = Announcing(q.mutex)
+    got: list[str] = []
+    receiver = threading.Thread(target=lambda: got.append(q.receive(timeout=BOUND).body))
+    receiver.start()
+    assert entered.wait(BOUND), "the receiver never waited"
+    assert q.send("A")  # takes the lock once the receiver's wait released it
+    receiver.join(BOUND)
+    assert got == ["A"] and q.waiting == 0

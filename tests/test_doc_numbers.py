@@ -275,16 +275,32 @@ def test_the_floor_run_printed_what_its_record_holds() -> None:
         assert f"obliged floor / floor: {known[f'floor.{run}.obliged_floor']}" in printed, run
         for system in ("floor", "obliged", "impl"):
             assert f"{known[f'floor.{run}.{system}.ratio']}x queue.Queue" in printed, run
+        systems = {"obliged": "obliged floor", "machine": "obliged machine", "impl": "impl.Queue"}
+        for system, kind in systems.items():
+            if run == "batch" and system == "machine":
+                continue  # the obliged machine has no batch steps
+            median, least, most = (
+                known[f"floor.{run}.{system}_floor.{stat}"] for stat in ("median", "min", "max")
+            )
+            assert f"{kind:<15} {median} ({least} to {most})" in printed, (run, system)
+        if run != "batch":
+            shaped = known[f"floor.{run}.machine_floor"]
+            assert f"obliged machine / floor: {shaped}" in printed, run
     assert f"floor          {known['floor.memory.floor']} B" in printed
     assert f"{known['floor.parts.sum']} B  sum of the parts" in printed
     share = known["floor.profile.receive_now"]
     assert f"{share}%  impl/fast_machine.py:receive_now" in printed
-    for system in ("floor", "obliged", "impl"):
+    for system in ("floor", "obliged", "machine", "impl"):
         ops = [known[f"floor.op.{system}.{op}"] for op in ("send", "receive", "delete", "sum")]
         assert any(ln.split()[-4:] == ops for ln in printed.splitlines()), system
-    design = [known[f"floor.op.design.{op}"] for op in ("send", "receive", "delete", "sum")]
-    line = next(ln.split() for ln in printed.splitlines() if ln.strip().startswith("the design"))
-    assert [figure.lstrip("+") for figure in line[2:6]] == design
+    for what, printed_as in (
+        ("design", "the design"),
+        ("shape", "the shape"),
+        ("own", "impl's own"),
+    ):
+        diff = [known[f"floor.op.{what}.{op}"] for op in ("send", "receive", "delete", "sum")]
+        line = next(ln.split() for ln in printed.splitlines() if ln.strip().startswith(printed_as))
+        assert [figure.lstrip("+") for figure in line[2:6]] == diff, what
 
 
 def test_benchmark_facts_are_the_report_s_rounding(tmp_path: Path) -> None:

@@ -417,7 +417,16 @@ FLOOR_SYSTEMS: Final = {
     "queue": "queue.Queue",
     "floor": "floor",
     "obliged": "obliged floor",
+    "machine": "obliged machine",
     "impl": "impl.Queue",
+}
+#: The differences the floor run prints per operation (``bench.floor.DIFFERENCES``), by the
+#: short name of their facts: what impl.Queue's design adds to the obliged floor, and of that
+#: the machine's shape and impl's own.
+FLOOR_DIFFERENCES: Final = {
+    "design": ("impl.Queue", "obliged floor"),
+    "shape": ("obliged machine", "obliged floor"),
+    "own": ("impl.Queue", "obliged machine"),
 }
 
 
@@ -429,33 +438,42 @@ def floor_facts(record: dict[str, Any]) -> dict[str, str]:
     """The facts of a recorded ``python -m bench.floor --json`` run, rounded as it prints them:
     ``floor.RUN.SYSTEM`` (cycles or messages per second) and ``floor.RUN.SYSTEM.ratio`` (to
     ``queue.Queue``, two decimals) for RUN in ``one_thread``, ``1x1``, ``4x4``, ``batch`` and
-    SYSTEM in ``queue``, ``floor``, ``obliged``, ``impl``; ``floor.RUN.impl_floor`` and
-    ``floor.RUN.obliged_floor`` (each over the floor's figure); ``floor.memory.floor``,
+    SYSTEM in ``queue``, ``floor``, ``obliged``, ``machine`` (the obliged machine: not in
+    ``batch``), ``impl``; ``floor.RUN.S_floor`` for S in ``obliged``, ``machine``, ``impl``
+    (its best over the floor's best), and round by round ``floor.RUN.S_floor.STAT`` (STAT in
+    ``median``, ``min``, ``max``: ``bench.floor.paired``); ``floor.memory.floor``,
     ``floor.memory.impl``, ``floor.part.NAME`` (bytes, one decimal: ``record``, ``receipt``,
     ``timer``, ``id``, ...) and ``floor.parts.sum``; ``floor.profile.FUNCTION``, the percent
     of own time of each ``impl/`` function profiled (``floor.profile.builtin.NAME`` of a
     builtin); ``floor.op.SYSTEM.OP`` (microseconds, three decimals, OP in ``send``,
-    ``receive``, ``delete`` and ``sum``; SYSTEM in ``floor``, ``obliged``, ``impl`` and
-    ``design``, impl.Queue's less the obliged floor's, which the run prints signed);
-    ``floor.n``, ``floor.repeat``."""
+    ``receive``, ``delete`` and ``sum``; SYSTEM in ``floor``, ``obliged``, ``machine``,
+    ``impl`` and the differences of :data:`FLOOR_DIFFERENCES`, ``design``, ``shape`` and
+    ``own``, which the run prints signed); ``floor.n``, ``floor.repeat``."""
+    from bench.floor import paired
+
     out = {"floor.n": str(record["n"]), "floor.repeat": str(record["repeat"])}
     for short, name in FLOOR_RUNS.items():
         rates = record[name]
         for system, full in FLOOR_SYSTEMS.items():
+            if full not in rates:
+                continue  # the obliged machine has no batch steps
             out[f"floor.{short}.{system}"] = f"{rates[full]:.0f}"
             out[f"floor.{short}.{system}.ratio"] = f"{rates[full] / rates['queue.Queue']:.2f}"
-        out[f"floor.{short}.impl_floor"] = f"{rates['impl.Queue'] / rates['floor']:.2f}"
-        out[f"floor.{short}.obliged_floor"] = f"{rates['obliged floor'] / rates['floor']:.2f}"
+            if system not in ("queue", "floor"):
+                out[f"floor.{short}.{system}_floor"] = f"{rates[full] / rates['floor']:.2f}"
+                for stat, value in paired(record["rounds"][name], full).items():
+                    out[f"floor.{short}.{system}_floor.{stat}"] = f"{value:.2f}"
     per_op: dict[str, dict[str, float]] = record["per_op"]
     for system, full in FLOOR_SYSTEMS.items():
         if full in per_op:
             for op, us in per_op[full].items():
                 out[f"floor.op.{system}.{op}"] = f"{us:.3f}"
             out[f"floor.op.{system}.sum"] = f"{sum(per_op[full].values()):.3f}"
-    design = {op: us - per_op["obliged floor"][op] for op, us in per_op["impl.Queue"].items()}
-    for op, us in design.items():
-        out[f"floor.op.design.{op}"] = f"{us:.3f}"
-    out["floor.op.design.sum"] = f"{sum(design.values()):.3f}"
+    for what, (minuend, subtrahend) in FLOOR_DIFFERENCES.items():
+        d = {op: us - per_op[subtrahend][op] for op, us in per_op[minuend].items()}
+        for op, us in d.items():
+            out[f"floor.op.{what}.{op}"] = f"{us:.3f}"
+        out[f"floor.op.{what}.sum"] = f"{sum(d.values()):.3f}"
     out["floor.memory.floor"] = f"{record['memory']['floor']:.1f}"
     out["floor.memory.impl"] = f"{record['memory']['impl.Queue']:.1f}"
     parts: dict[str, float] = record["impl_parts"]
