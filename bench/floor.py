@@ -15,14 +15,17 @@ from one run, not with estimates:
   visibility timeout, the sweeper's aim, only this queue's live receipt acting, ``Message``
   and ``Receipt`` values, ``impl.Entry`` batches; its docstring cites the contract for each):
   its rate over the floor's bounds what any design can reach.
+- :class:`ObligedMachine`, driven by :class:`ObligedDriver`, makes the same tests and steps
+  split as ``impl`` splits them (a machine with no I/O, one call per operation from a thin
+  driver): its rate bounds what a design of that shape can reach.
 - The cycle (send, receive with a timeout, delete; visibility timeout of an hour) of
-  ``queue.Queue``, the floor, the obliged floor and ``impl.Queue``: in one thread (the work
-  itself), and pinned to one CPU (``bench.cycle.one_cpu``) with one producer and one consumer,
-  with four of each, and with four of each in batches of ten (``queue.Queue`` one message at
-  a time, as the batch baseline of ``python -m bench``), each as a ratio to ``queue.Queue``
-  in the same run: the best of the rounds, and round by round the obliged floor's and
-  ``impl.Queue``'s rate over the floor's (median, least, most), which says how far one
-  round's ratio moves beside a target.
+  ``queue.Queue``, the floor, the obliged floor, the obliged machine (not in batches: it has
+  none) and ``impl.Queue``: in one thread (the work itself), and pinned to one CPU
+  (``bench.cycle.one_cpu``) with one producer and one consumer, with four of each, and with
+  four of each in batches of ten (``queue.Queue`` one message at a time, as the batch baseline
+  of ``python -m bench``), each as a ratio to ``queue.Queue`` in the same run: the best of the
+  rounds, and round by round each kind's rate over that round's floor (median, least, most),
+  which says how far one round's ratio moves beside a target.
 - Bytes per in-flight message of the floor and of ``impl.Queue`` (``tracemalloc``), and
   ``impl.Queue``'s bytes taken apart object by object (``sys.getsizeof`` of the parts one
   in-flight message holds; containers at their measured per-entry cost).
