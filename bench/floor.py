@@ -243,9 +243,10 @@ class ObligedQueue(FloorQueue):
         self.senders = 0  # senders waiting on not_full (none: a full queue refuses)
         self.aim: float | None = None  # the deadline the sweeper waits for (None: none yet)
 
-    def refusal(self, id: str | None, delay: float | None) -> Exception:
-        """The error of a send the floor does not implement (see the class docstring): only
-        made once the send's one inline test has found one."""
+    @staticmethod
+    def refusal(id: str | None, delay: float | None) -> Exception:
+        """The error of a send the obliged floors do not implement (see the class docstring):
+        only made once the send's one inline test has found one."""
         if id is not None or delay:
             return ValueError("the obliged floor takes no ids and no delays")
         return ValueError("the obliged floor measures a queue alone, without retention")
@@ -576,7 +577,7 @@ class ObligedDriver:
                 if m.shut:
                     raise ShutDown("send on a queue that has been shut down")
                 if id is not None or delay or m.retention is not None or m.system is not None:
-                    raise ValueError("the obliged floor takes no ids, delays or retention")
+                    raise ObligedQueue.refusal(id, delay)
                 raise queue.Full
             if self.waiting:
                 self.not_empty.notify()
@@ -804,13 +805,14 @@ def paired(rates: dict[str, list[float]], kind: str) -> dict[str, float]:
 OP_KINDS: Final = ("floor", "obliged floor", "obliged machine", "impl.Queue")
 #: The operations of a cycle, as :func:`per_operation` names them.
 OPS: Final = ("send", "receive", "delete")
-#: The differences the per-operation table prints, each ``(minuend, subtrahend)``: what
-#: ``impl``'s design adds to the obliged floor, and how much of that is the machine's shape (a
-#: call per operation into a machine with no I/O) and how much ``impl``'s own.
+#: The differences the per-operation table prints, by the short name of their facts
+#: (``tools.docnumbers``), each ``(label, minuend, subtrahend)``: what ``impl``'s design adds
+#: to the obliged floor, and how much of that is the machine's shape (a call per operation
+#: into a machine with no I/O) and how much ``impl``'s own.
 DIFFERENCES: Final = {
-    "the design": ("impl.Queue", "obliged floor"),
-    "  the shape": ("obliged machine", "obliged floor"),
-    "  impl's own": ("impl.Queue", "obliged machine"),
+    "design": ("the design", "impl.Queue", "obliged floor"),
+    "shape": ("  the shape", "obliged machine", "obliged floor"),
+    "own": ("  impl's own", "impl.Queue", "obliged machine"),
 }
 
 
@@ -1155,10 +1157,10 @@ def text(result: dict[str, Any]) -> str:
         lines.append(
             f"    {kind:<15}" + "".join(f"{us[op]:9.3f}" for op in OPS) + f"{sum(us.values()):9.3f}"
         )
-    for what, (minuend, subtrahend) in DIFFERENCES.items():
+    for label, minuend, subtrahend in DIFFERENCES.values():
         d = {op: per_op[minuend][op] - per_op[subtrahend][op] for op in OPS}
         lines.append(
-            f"    {what:<15}"
+            f"    {label:<15}"
             + "".join(f"{d[op]:+9.3f}" for op in OPS)
             + f"{sum(d.values()):+9.3f}  ({minuend} - the {subtrahend})"
         )

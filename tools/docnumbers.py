@@ -420,14 +420,6 @@ FLOOR_SYSTEMS: Final = {
     "machine": "obliged machine",
     "impl": "impl.Queue",
 }
-#: The differences the floor run prints per operation (``bench.floor.DIFFERENCES``), by the
-#: short name of their facts: what impl.Queue's design adds to the obliged floor, and of that
-#: the machine's shape and impl's own.
-FLOOR_DIFFERENCES: Final = {
-    "design": ("impl.Queue", "obliged floor"),
-    "shape": ("obliged machine", "obliged floor"),
-    "own": ("impl.Queue", "obliged machine"),
-}
 
 
 #: How cProfile names a builtin function of the ``builtins`` module.
@@ -447,9 +439,9 @@ def floor_facts(record: dict[str, Any]) -> dict[str, str]:
     of own time of each ``impl/`` function profiled (``floor.profile.builtin.NAME`` of a
     builtin); ``floor.op.SYSTEM.OP`` (microseconds, three decimals, OP in ``send``,
     ``receive``, ``delete`` and ``sum``; SYSTEM in ``floor``, ``obliged``, ``machine``,
-    ``impl`` and the differences of :data:`FLOOR_DIFFERENCES`, ``design``, ``shape`` and
+    ``impl`` and the differences of ``bench.floor.DIFFERENCES``, ``design``, ``shape`` and
     ``own``, which the run prints signed); ``floor.n``, ``floor.repeat``."""
-    from bench.floor import paired
+    from bench.floor import DIFFERENCES, paired
 
     out = {"floor.n": str(record["n"]), "floor.repeat": str(record["repeat"])}
     for short, name in FLOOR_RUNS.items():
@@ -469,7 +461,7 @@ def floor_facts(record: dict[str, Any]) -> dict[str, str]:
             for op, us in per_op[full].items():
                 out[f"floor.op.{system}.{op}"] = f"{us:.3f}"
             out[f"floor.op.{system}.sum"] = f"{sum(per_op[full].values()):.3f}"
-    for what, (minuend, subtrahend) in FLOOR_DIFFERENCES.items():
+    for what, (_, minuend, subtrahend) in DIFFERENCES.items():
         d = {op: us - per_op[subtrahend][op] for op, us in per_op[minuend].items()}
         for op, us in d.items():
             out[f"floor.op.{what}.{op}"] = f"{us:.3f}"
